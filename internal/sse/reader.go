@@ -1,0 +1,72 @@
+// Package sse reads and writes Server-Sent Events as a relay needs them:
+// whole events, byte for byte, flushed one at a time, with keep-alive
+// comments in the silences.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+)
+
+// ErrEventTooLarge reports an event longer than the reader's bound.
+var ErrEventTooLarge = errors.New("reading sse event: event exceeds size bound")
+
+// Reader splits an SSE stream into events. It is lossless: the blocks that
+// Next returns, followed by Rest, are exactly the bytes that were read. A
+// block ends at a blank line (WHATWG HTML, "Event stream interpretation";
+// lines end in LF or CRLF; a lone CR is kept as data, which no MCP server
+// sends).
+type Reader struct {
+	br  *bufio.Reader
+	max int
+	buf []byte // the event being assembled; reused between calls
+}
+
+// NewReader returns a Reader over r whose events may be at most max bytes
+// (max <= 0 means 4 MiB).
+func NewReader(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = 4 << 20
+	}
+	return &Reader{br: bufio.NewReaderSize(r, 16<<10), max: max}
+}
+
+// Next returns the next whole event block, including its terminating blank
+// line. The slice is valid until the next call. At the end of the stream it
+// returns io.EOF; bytes of an unfinished event are then in Rest.
+func (r *Reader) Next() ([]byte, error) {
+	r.buf = r.buf[:0]
+	for {
+		line, err := r.br.ReadSlice('\n')
+		if len(r.buf)+len(line) > r.max {
+			return nil, ErrEventTooLarge
+		}
+		r.buf = append(r.buf, line...)
+		switch {
+		case err == nil:
+			if isBlank(line) && !onlyBlankLines(r.buf) {
+				return r.buf, nil
+			}
+		case errors.Is(err, bufio.ErrBufferFull):
+			// A long line: keep reading it.
+		default:
+			return nil, err
+		}
+	}
+}
+
+// Rest returns the bytes of an event left unfinished when Next returned an
+// error: a relay forwards them so that nothing read is lost.
+func (r *Reader) Rest() []byte { return r.buf }
+
+func isBlank(line []byte) bool {
+	return len(line) == 1 || (len(line) == 2 && line[0] == '\r')
+}
+
+// onlyBlankLines reports a block of nothing but line ends: blank lines
+// between events dispatch nothing, so they join the next event's block.
+func onlyBlankLines(b []byte) bool {
+	return len(bytes.Trim(b, "\r\n")) == 0
+}

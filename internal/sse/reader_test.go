@@ -1,0 +1,120 @@
+package sse
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func readAll(t *testing.T, r *Reader) (blocks []string, err error) {
+	t.Helper()
+	for {
+		b, err := r.Next()
+		if err != nil {
+			return blocks, err
+		}
+		blocks = append(blocks, string(b))
+	}
+}
+
+func TestReaderSplitsEvents(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+		rest string
+	}{
+		{"two events", "id: 1\ndata: a\n\ndata: b\n\n", []string{"id: 1\ndata: a\n\n", "data: b\n\n"}, ""},
+		{"crlf", "data: a\r\n\r\n", []string{"data: a\r\n\r\n"}, ""},
+		{"priming event and comment", "id: 0\ndata:\n\n: keep-alive\n\n", []string{"id: 0\ndata:\n\n", ": keep-alive\n\n"}, ""},
+		{"blank lines join the next event", "\n\ndata: a\n\n", []string{"\n\ndata: a\n\n"}, ""},
+		{"unfinished event", "data: a\n\ndata: b\n", []string{"data: a\n\n"}, "data: b\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// One byte at a time, so events straddle reads.
+			r := NewReader(iotest.OneByteReader(strings.NewReader(tt.in)), 0)
+			got, err := readAll(t, r)
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("err = %v, want EOF", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("blocks (-want +got):\n%s", diff)
+			}
+			if string(r.Rest()) != tt.rest {
+				t.Errorf("Rest = %q, want %q", r.Rest(), tt.rest)
+			}
+		})
+	}
+}
+
+func TestReaderBoundsEvents(t *testing.T) {
+	in := "data: " + strings.Repeat("x", 100) + "\n\n"
+	r := NewReader(strings.NewReader(in), 64)
+	if _, err := r.Next(); !errors.Is(err, ErrEventTooLarge) {
+		t.Fatalf("err = %v, want ErrEventTooLarge", err)
+	}
+	// A long line within the bound spans several buffer fills.
+	long := "data: " + strings.Repeat("y", 40<<10) + "\n\n"
+	r = NewReader(strings.NewReader(long), 0)
+	b, err := r.Next()
+	if err != nil || string(b) != long {
+		t.Fatalf("Next = %d bytes, %v; want the whole %d-byte event", len(b), err, len(long))
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		block string
+		want  Event
+	}{
+		{"id: 7\nevent: message\ndata: {\"a\":1}\n\n", Event{ID: "7", HasID: true, Type: "message", Data: []byte(`{"a":1}`)}},
+		{"data: a\ndata:b\r\n\r\n", Event{Data: []byte("a\nb")}},
+		{"id:\ndata: x\n\n", Event{HasID: true, Data: []byte("x")}},
+		{": keep-alive\n\n", Event{Comment: true}},
+		{"retry: 1000\n\n", Event{Retry: "1000"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, Parse([]byte(tt.block))); diff != "" {
+			t.Errorf("Parse(%q) (-want +got):\n%s", tt.block, diff)
+		}
+	}
+}
+
+// FuzzReader holds the relay's promise: whatever the bytes, the reader loses
+// none and returns only whole events within the bound.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("id: 1\ndata: a\n\n: c\n\ndata: b\r\n\r\n"), 64)
+	f.Add([]byte("\n\n\ndata"), 8)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		max = max%512 + 1
+		if max < 1 {
+			max = -max + 1
+		}
+		r := NewReader(bytes.NewReader(in), max)
+		var out []byte
+		for {
+			b, err := r.Next()
+			if err != nil {
+				if errors.Is(err, ErrEventTooLarge) {
+					return
+				}
+				out = append(out, r.Rest()...)
+				break
+			}
+			if len(b) > max || !(bytes.HasSuffix(b, []byte("\n\n")) || bytes.HasSuffix(b, []byte("\n\r\n"))) {
+				t.Fatalf("block %q: over the bound or not ended by a blank line", b)
+			}
+			Parse(b)
+			out = append(out, b...)
+		}
+		if !bytes.Equal(out, in) {
+			t.Fatalf("relay lost bytes: in %q, out %q", in, out)
+		}
+	})
+}
