@@ -1,0 +1,89 @@
+// Package balance picks a replica for new work from a snapshot of the fleet.
+// It is pure: no I/O, no clock; the counter and random number come in as
+// arguments, so the gateway and the simulator run the same decisions.
+package balance
+
+import "fmt"
+
+// View is what picking needs to know of the fleet. upstream.Snapshot
+// implements it; so does the simulator's fleet.
+type View interface {
+	Len() int
+	InFlight(i int) int64
+	Eligible(i int) bool
+}
+
+// Policy is how new work spreads over the fleet.
+type Policy uint8
+
+// The policies.
+const (
+	// LeastInFlight picks the eligible replica with the fewest requests in
+	// flight, breaking ties at random.
+	LeastInFlight Policy = iota
+	// RoundRobin picks eligible replicas in turn.
+	RoundRobin
+)
+
+// ParsePolicy reads a policy name as configuration spells it.
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "least-inflight", "":
+		return LeastInFlight, nil
+	case "round-robin":
+		return RoundRobin, nil
+	}
+	return 0, fmt.Errorf("unknown balance policy %q (want least-inflight or round-robin)", s)
+}
+
+// String returns the policy's configuration name.
+func (p Policy) String() string {
+	if p == RoundRobin {
+		return "round-robin"
+	}
+	return "least-inflight"
+}
+
+// Pick returns the index of the replica to take new work, or -1 when no
+// eligible replica is left. seq is a counter the caller advances per pick
+// (round-robin), rnd a random number (tie-breaking). Indices in skip are
+// never picked: they are replicas this request already failed to reach.
+func Pick(p Policy, v View, seq, rnd uint64, skip []int) int {
+	n := v.Len()
+	if n == 0 {
+		return -1
+	}
+	if p == RoundRobin {
+		start := int(seq % uint64(n))
+		for k := range n {
+			if i := (start + k) % n; usable(v, i, skip) {
+				return i
+			}
+		}
+		return -1
+	}
+	best, bestLoad := -1, int64(0)
+	start := int(rnd % uint64(n))
+	for k := range n {
+		i := (start + k) % n
+		if !usable(v, i, skip) {
+			continue
+		}
+		if load := v.InFlight(i); best < 0 || load < bestLoad {
+			best, bestLoad = i, load
+		}
+	}
+	return best
+}
+
+func usable(v View, i int, skip []int) bool {
+	if !v.Eligible(i) {
+		return false
+	}
+	for _, s := range skip {
+		if s == i {
+			return false
+		}
+	}
+	return true
+}

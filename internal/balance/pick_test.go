@@ -1,0 +1,88 @@
+package balance
+
+import "testing"
+
+type fleet struct {
+	load     []int64
+	eligible []bool
+}
+
+func (f fleet) Len() int             { return len(f.load) }
+func (f fleet) InFlight(i int) int64 { return f.load[i] }
+func (f fleet) Eligible(i int) bool  { return f.eligible == nil || f.eligible[i] }
+
+func TestPick(t *testing.T) {
+	tests := []struct {
+		name     string
+		p        Policy
+		f        fleet
+		seq, rnd uint64
+		skip     []int
+		want     int
+	}{
+		{"round-robin in turn", RoundRobin, fleet{load: []int64{0, 0, 0}}, 4, 0, nil, 1},
+		{"round-robin skips tried", RoundRobin, fleet{load: []int64{0, 0, 0}}, 4, 0, []int{1}, 2},
+		{"round-robin skips ineligible", RoundRobin, fleet{load: []int64{0, 0, 0}, eligible: []bool{true, false, false}}, 1, 0, nil, 0},
+		{"least in flight", LeastInFlight, fleet{load: []int64{5, 1, 3}}, 0, 0, nil, 1},
+		{"least in flight tie at random start", LeastInFlight, fleet{load: []int64{2, 2, 2}}, 0, 2, nil, 2},
+		{"least in flight skips tried", LeastInFlight, fleet{load: []int64{5, 1, 3}}, 0, 0, []int{1}, 2},
+		{"none left", LeastInFlight, fleet{load: []int64{0, 0}}, 0, 0, []int{0, 1}, -1},
+		{"empty fleet", RoundRobin, fleet{}, 0, 0, nil, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Pick(tt.p, tt.f, tt.seq, tt.rnd, tt.skip); got != tt.want {
+				t.Errorf("Pick = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRoundRobinSpreadsEvenly(t *testing.T) {
+	f := fleet{load: make([]int64, 3)}
+	counts := make([]int, 3)
+	for seq := range uint64(30) {
+		counts[Pick(RoundRobin, f, seq, 0, nil)]++
+	}
+	for i, c := range counts {
+		if c != 10 {
+			t.Errorf("replica %d got %d of 30", i, c)
+		}
+	}
+}
+
+func TestMayRetry(t *testing.T) {
+	tests := []struct {
+		a    Attempt
+		want bool
+	}{
+		{Attempt{Delivered: false, Retries: 0, MaxRetries: 1}, true},
+		{Attempt{Delivered: false, Retries: 1, MaxRetries: 1}, false},
+		{Attempt{Delivered: true, Retries: 0, MaxRetries: 3}, false},
+		{Attempt{Delivered: false, Retries: 0, MaxRetries: 0}, false},
+	}
+	for _, tt := range tests {
+		if got := MayRetry(tt.a); got != tt.want {
+			t.Errorf("MayRetry(%+v) = %v, want %v", tt.a, got, tt.want)
+		}
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	for _, s := range []string{"round-robin", "least-inflight"} {
+		p, err := ParsePolicy(s)
+		if err != nil || p.String() != s {
+			t.Errorf("ParsePolicy(%q) = %v, %v", s, p, err)
+		}
+	}
+	if _, err := ParsePolicy("random"); err == nil {
+		t.Error("ParsePolicy accepted an unknown policy")
+	}
+}
+
+func BenchmarkPickLeastInFlight(b *testing.B) {
+	f := fleet{load: []int64{3, 1, 4, 1, 5, 9, 2, 6}}
+	for i := 0; b.Loop(); i++ {
+		Pick(LeastInFlight, f, uint64(i), uint64(i), nil)
+	}
+}
