@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+)
+
+// request is what the gateway knows of one incoming request once classified.
+type request struct {
+	body      []byte         // the POST body, read whole (bounded)
+	msg       mcpmsg.Message // zero unless POST
+	era       mcpmsg.Era
+	sessionID string // Mcp-Session-Id, "" when absent
+	label     string // the JSON-RPC method as metrics show it
+}
+
+// id returns the request's raw JSON-RPC id for error answers.
+func (q *request) id() []byte {
+	if q == nil || q.msg.Kind != mcpmsg.KindRequest || q.msg.Batch {
+		return nil
+	}
+	return q.msg.ID
+}
+
+// classify reads the body (POST) and works out era, method and session. It
+// decodes only the members routing needs (mcpmsg.Parse).
+func (g *Gateway) classify(w http.ResponseWriter, r *http.Request) (*request, *mcpmsg.Error) {
+	q := &request{sessionID: r.Header.Get(mcpmsg.HeaderSessionID), label: r.Method}
+	version := r.Header.Get(mcpmsg.HeaderProtocolVersion)
+	if r.Method != http.MethodPost {
+		q.era = mcpmsg.EraOf(q.sessionID, version, nil)
+		return q, nil
+	}
+	body, err := g.readBody(w, r)
+	if err != nil {
+		return q, err
+	}
+	q.body = body
+	q.era = mcpmsg.EraLegacy
+	msg, perr := mcpmsg.Parse(body)
+	if perr != nil {
+		// Answered here, as a server would (JSON-RPC 2.0 section 5.1):
+		// there is nothing to route on.
+		if errors.Is(perr, mcpmsg.ErrParse) {
+			return q, errParse
+		}
+		return q, errInvalidRequest
+	}
+	q.msg = msg
+	q.label = mcpmsg.MethodLabel(msg.Method)
+	q.era = mcpmsg.EraOf(q.sessionID, version, &q.msg)
+	if q.era == mcpmsg.EraStateless && mcpmsg.IsStatelessVersion(version) {
+		// SEP-2243: Mcp-Method and Mcp-Name mirror the body; intermediaries
+		// route on them, so a disagreement is refused before routing.
+		if err := mcpmsg.CheckHeaders(r.Header.Get(mcpmsg.HeaderMethod), r.Header.Get(mcpmsg.HeaderName), &q.msg); err != nil {
+			return q, headerMismatch(err.Error())
+		}
+	}
+	return q, nil
+}
+
+// readBody reads the whole body within the size bound and the read timeout.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *mcpmsg.Error) {
+	if r.ContentLength > g.opts.MaxBodyBytes {
+		return nil, errBodyTooLarge
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	size := 512
+	if r.ContentLength > 0 {
+		size = int(r.ContentLength) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errBodyTooLarge
+		}
+		if !errors.Is(err, io.EOF) {
+			return nil, errBodyRead
+		}
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,38 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+)
+
+// The gateway's own answers. Each is a JSON-RPC error with its HTTP status;
+// writeError is the one place that turns them into responses.
+var (
+	errSessionNotFound = &mcpmsg.Error{Status: http.StatusNotFound, Code: mcpmsg.CodeSessionNotFound, Message: "session not found"}
+	errBodyTooLarge    = &mcpmsg.Error{Status: http.StatusRequestEntityTooLarge, Code: mcpmsg.CodeInvalidRequest, Message: "request body too large"}
+	errBodyRead        = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeParseError, Message: "reading request body failed"}
+	errParse           = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeParseError, Message: "parse error"}
+	errInvalidRequest  = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "invalid request"}
+	errNoReplica       = &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: "no replica available"}
+	errUnreachable     = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "no replica could be reached"}
+	errAfterDelivery   = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "replica failed after the request was delivered; not retried"}
+	errMethod          = &mcpmsg.Error{Status: http.StatusMethodNotAllowed, Code: mcpmsg.CodeInvalidRequest, Message: "method not allowed"}
+)
+
+func headerMismatch(msg string) *mcpmsg.Error {
+	return &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeHeaderMismatch, Message: msg}
+}
+
+// writeError answers with a JSON-RPC error. id is the request's raw JSON id,
+// nil when unknown.
+func writeError(w http.ResponseWriter, e *mcpmsg.Error, id []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	if e.Status == http.StatusMethodNotAllowed {
+		h.Set("Allow", "GET, POST, DELETE")
+	}
+	w.WriteHeader(e.Status)
+	w.Write(e.AppendResponse(make([]byte, 0, 128), id))
+}

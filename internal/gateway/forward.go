@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
+)
+
+// forwarder is the forwarding path: it sends one request to one replica and
+// says whether a failure happened before the request could have arrived. It
+// is the one place to replace for a faster transport.
+type forwarder interface {
+	forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte) (resp *http.Response, delivered bool, err error)
+}
+
+// httpForwarder forwards over net/http's Transport with a per-replica pool of
+// kept-alive connections.
+type httpForwarder struct {
+	t *http.Transport
+}
+
+var _ forwarder = (*httpForwarder)(nil)
+
+func newHTTPForwarder(dialTimeout time.Duration) *httpForwarder {
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return &httpForwarder{t: &http.Transport{
+		DialContext:         d.DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		// Bodies pass through as the replica encoded them.
+		DisableCompression: true,
+		ForceAttemptHTTP2:  false,
+	}}
+}
+
+// forward sends the request. delivered is false only when no byte of the
+// request was written on any connection: the dial failed, or the TLS
+// handshake, or the context ended first. Once a header field went out the
+// request counts as delivered, even if it may still sit in a buffer: when in
+// doubt, never send twice.
+func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte) (*http.Response, bool, error) {
+	var wrote bool
+	trace := &httptrace.ClientTrace{
+		WroteHeaderField: func(string, []string) { wrote = true },
+	}
+	out, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), in.Method, rep.URL().String(), nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if body != nil {
+		out.Body = http.NoBody
+		if len(body) > 0 {
+			out.Body = readCloser{bytes.NewReader(body)}
+			// With GetBody, net/http re-sends on a fresh connection when a
+			// kept-alive one proves dead before anything was written.
+			out.GetBody = func() (io.ReadCloser, error) { return readCloser{bytes.NewReader(body)}, nil }
+		}
+		out.ContentLength = int64(len(body))
+	}
+	copyRequestHeader(out.Header, in)
+	out.Host = rep.URL().Host
+	resp, err := f.t.RoundTrip(out)
+	if err != nil {
+		return nil, wrote, err
+	}
+	return resp, true, nil
+}
+
+func (f *httpForwarder) close() { f.t.CloseIdleConnections() }
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// hopHeaders are connection-level headers (RFC 9110 section 7.6.1) that a
+// proxy must not forward.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func copyRequestHeader(dst http.Header, in *http.Request) {
+	for k, vv := range in.Header {
+		dst[k] = vv
+	}
+	removeHop(dst)
+	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
+		if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
+			ip = joinComma(prior) + ", " + ip
+		}
+		dst.Set("X-Forwarded-For", ip)
+	}
+	dst.Set("X-Forwarded-Host", in.Host)
+	if in.TLS != nil {
+		dst.Set("X-Forwarded-Proto", "https")
+	} else {
+		dst.Set("X-Forwarded-Proto", "http")
+	}
+}
+
+func removeHop(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for _, name := range splitComma(f) {
+			h.Del(name)
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}

@@ -1,0 +1,161 @@
+// Package gateway is the MCP-aware http.Handler: it classifies each request
+// by protocol era, routes it to a replica of the fleet (legacy sessions to
+// the replica that minted them, stateless requests anywhere), forwards it
+// without ever sending a delivered request twice, and relays the answer,
+// SSE event by event.
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
+)
+
+// Gateway routes MCP traffic to a fleet. Create it with New; it is safe for
+// concurrent use.
+type Gateway struct {
+	opts     Options
+	fleet    *upstream.Fleet
+	sessions *session.Table
+	fwd      forwarder
+	log      *slog.Logger
+	metrics  *Metrics
+	seq      atomic.Uint64 // round-robin counter
+	draining atomic.Bool   // /healthz answers 503 once set
+
+	// base ends streams that outlive their client (legacy POST streams run
+	// to their end after a client drops them); Close cancels it.
+	base   context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the session sweeper stops
+}
+
+// New returns a gateway for fleet. A nil logger discards logs; a nil opts
+// means defaults. Call Close when done.
+func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) *Gateway {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	o := opts.withDefaults()
+	base, cancel := context.WithCancel(context.Background())
+	g := &Gateway{
+		opts:     o,
+		fleet:    fleet,
+		sessions: session.NewTable(),
+		fwd:      newHTTPForwarder(o.DialTimeout),
+		log:      log,
+		base:     base,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+	}
+	g.metrics = newMetrics(g)
+	go g.sweepSessions()
+	return g
+}
+
+// Metrics returns the gateway's metrics, for the admin listener.
+func (g *Gateway) Metrics() *Metrics { return g.metrics }
+
+// SetDraining makes /healthz answer 503 draining, so balancers in front stop
+// sending new work while requests in flight finish.
+func (g *Gateway) SetDraining() { g.draining.Store(true) }
+
+// Close stops the session sweeper, ends streams left running for departed
+// clients, and closes idle upstream connections. It is idempotent.
+func (g *Gateway) Close() {
+	g.cancel()
+	<-g.done
+	if f, ok := g.fwd.(*httpForwarder); ok {
+		f.close()
+	}
+}
+
+func (g *Gateway) sweepSessions() {
+	defer close(g.done)
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.base.Done():
+			return
+		case now := <-t.C:
+			g.sessions.Expire(now, g.opts.SessionIdle)
+		}
+	}
+}
+
+// ServeHTTP serves the MCP endpoint, /healthz and /readyz.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case g.opts.Path:
+	case "/healthz":
+		g.serveHealthz(w)
+		return
+	case "/readyz":
+		g.serveReadyz(w)
+		return
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	rec := g.begin(r)
+	defer g.finish(rec)
+
+	// 1. Classify: read the bounded body, find era, method and session.
+	if r.Method != http.MethodPost && r.Method != http.MethodGet && r.Method != http.MethodDelete {
+		rec.reject(w, errMethod, nil)
+		return
+	}
+	q, rerr := g.classify(w, r)
+	rec.q = q
+	if rerr != nil {
+		rec.reject(w, rerr, q.id())
+		return
+	}
+	// 2. Route: the session's replica, or a pick for new work.
+	route, rerr := g.route(q)
+	if rerr != nil {
+		rec.reject(w, rerr, q.id())
+		return
+	}
+	// 3. Forward, moving on only from replicas the request never reached.
+	ctx, release := g.upstreamContext(r, q)
+	defer release()
+	resp, rep, rerr := g.send(ctx, r, q, route, rec)
+	if rerr != nil {
+		rec.reject(w, rerr, q.id())
+		return
+	}
+	defer rep.Release()
+	defer resp.Body.Close()
+	// 4. Learn: remember the session a replica minted; forget ended ones.
+	g.learn(r, q, rep, resp)
+	// 5. Relay: JSON as is, SSE event by event.
+	g.relay(w, r, q, resp, rec)
+}
+
+// upstreamContext returns the context of the upstream request. A dropped
+// 2026-07-28 stream is the cancel of its request, so the client's context
+// goes upstream. A dropped legacy POST stream must not cancel the call
+// (2025-11-25 transports, "Cancellation"): its upstream request lives on,
+// detached from the client, until it ends or the gateway closes.
+func (g *Gateway) upstreamContext(r *http.Request, q *request) (context.Context, func()) {
+	if q.era == mcpmsg.EraStateless || r.Method != http.MethodPost {
+		return r.Context(), func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	stop := context.AfterFunc(g.base, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func (g *Gateway) random() uint64 { return rand.Uint64() }
+
+var _ balance.View = (*upstream.Snapshot)(nil)

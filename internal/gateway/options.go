@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/balance"
+)
+
+// Options configures a Gateway. The zero value of each field means the
+// default its comment gives.
+type Options struct {
+	// Path is where the MCP endpoint is served; "" means "/mcp".
+	Path string
+	// Balance is how new sessions and 2026-07-28 requests spread over the
+	// fleet; the zero value is least-inflight.
+	Balance balance.Policy
+	// KeepAlive is the interval of SSE keep-alive comments on every relayed
+	// stream; 0 means 15 s, a negative value turns them off.
+	KeepAlive time.Duration
+	// MaxBodyBytes bounds a request body (413 beyond it); 0 means 4 MiB.
+	MaxBodyBytes int64
+	// MaxEventBytes bounds one relayed SSE event; 0 means 16 MiB.
+	MaxEventBytes int
+	// BodyReadTimeout bounds the time to read a request body, so slow
+	// clients cannot hold a request open; 0 means 30 s.
+	BodyReadTimeout time.Duration
+	// WriteTimeout bounds each write to a client (one event, one chunk), so
+	// a client that stops reading is cut; 0 means 30 s.
+	WriteTimeout time.Duration
+	// Retries bounds how often an undelivered request moves on to another
+	// replica; 0 means 1, a negative value means never.
+	Retries int
+	// DialTimeout bounds connecting to a replica; 0 means 5 s.
+	DialTimeout time.Duration
+	// SessionIdle is how long an unused legacy session is remembered; 0
+	// means 24 h.
+	SessionIdle time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	def := func(d *time.Duration, x time.Duration) {
+		if *d == 0 {
+			*d = x
+		}
+	}
+	if v.Path == "" {
+		v.Path = "/mcp"
+	}
+	def(&v.KeepAlive, 15*time.Second)
+	def(&v.BodyReadTimeout, 30*time.Second)
+	def(&v.WriteTimeout, 30*time.Second)
+	def(&v.DialTimeout, 5*time.Second)
+	def(&v.SessionIdle, 24*time.Hour)
+	if v.MaxBodyBytes == 0 {
+		v.MaxBodyBytes = 4 << 20
+	}
+	if v.MaxEventBytes == 0 {
+		v.MaxEventBytes = 16 << 20
+	}
+	switch {
+	case v.Retries == 0:
+		v.Retries = 1
+	case v.Retries < 0:
+		v.Retries = 0
+	}
+	return v
+}

@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+)
+
+// record collects what happened to one request, for its metrics and its
+// access log line.
+type record struct {
+	start       time.Time
+	r           *http.Request
+	q           *request
+	replica     string
+	attempts    int
+	status      int
+	rejected    bool // answered by the gateway itself
+	clientGone  bool
+	upstreamCut bool
+	events      int
+	keepAlives  int
+	bytes       int64
+}
+
+func (g *Gateway) begin(r *http.Request) *record {
+	return &record{start: time.Now(), r: r}
+}
+
+// reject answers with the gateway's own JSON-RPC error.
+func (rec *record) reject(w http.ResponseWriter, e *mcpmsg.Error, id []byte) {
+	rec.rejected, rec.status = true, e.Status
+	writeError(w, e, id)
+}
+
+// outcome sums up a request in one word for metrics and logs.
+func (rec *record) outcome() string {
+	switch {
+	case rec.clientGone:
+		return "client_gone"
+	case rec.upstreamCut:
+		return "upstream_cut"
+	case rec.rejected:
+		return "rejected"
+	case rec.status >= 500:
+		return "upstream_error"
+	case rec.status >= 400:
+		return "client_error"
+	}
+	return "ok"
+}
+
+// finish records metrics and writes one access log line. The line names the
+// method, era, replica and outcome: no header values, no session ID, no
+// credential.
+func (g *Gateway) finish(rec *record) {
+	d := time.Since(rec.start)
+	label, era := rec.r.Method, "unknown"
+	if rec.q != nil {
+		label, era = rec.q.label, rec.q.era.String()
+	}
+	replica := rec.replica
+	if replica == "" {
+		replica = "none"
+	}
+	out := rec.outcome()
+	g.metrics.requests.WithLabelValues(label, era, replica, out).Inc()
+	g.metrics.duration.WithLabelValues(label, era).Observe(d.Seconds())
+	g.log.LogAttrs(rec.r.Context(), slog.LevelInfo, "request",
+		slog.String("http_method", rec.r.Method),
+		slog.String("method", label),
+		slog.String("era", era),
+		slog.String("replica", replica),
+		slog.Int("status", rec.status),
+		slog.String("outcome", out),
+		slog.Int("attempts", rec.attempts),
+		slog.Int("events", rec.events),
+		slog.Int("keepalives", rec.keepAlives),
+		slog.Int64("bytes", rec.bytes),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+	)
+}

@@ -1,0 +1,131 @@
+package gateway
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/sse"
+)
+
+// relay copies the replica's answer to the client: JSON as it comes, SSE
+// event by event with each flushed at once and keep-alive comments in the
+// silences.
+func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp *http.Response, rec *record) {
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = vv
+	}
+	removeHop(h)
+	stream := isEventStream(resp.Header.Get("Content-Type"))
+	if stream {
+		h.Del("Content-Length")
+		// nginx and others buffer responses unless told not to.
+		h.Set("X-Accel-Buffering", "no")
+		if h.Get("Cache-Control") == "" {
+			h.Set("Cache-Control", "no-cache")
+		}
+	}
+	rec.status = resp.StatusCode
+	w.WriteHeader(resp.StatusCode)
+	cw := &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+	// The connection outlives this request (keep-alive): lift the deadline.
+	defer cw.rc.SetWriteDeadline(time.Time{})
+	if !stream {
+		bp := copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(bp)
+		n, err := io.CopyBuffer(cw, resp.Body, *bp)
+		rec.bytes = n
+		if err != nil {
+			rec.clientGone = rec.clientGone || cw.failed
+			rec.upstreamCut = !cw.failed
+		}
+		return
+	}
+	g.relayStream(cw, r, q, resp, rec)
+}
+
+func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, resp *http.Response, rec *record) {
+	g.metrics.streams.Inc()
+	defer g.metrics.streams.Dec()
+	// First byte at once: the client sees the stream open before the
+	// replica says anything.
+	if cw.Flush() != nil {
+		rec.clientGone = true
+	}
+	every := g.opts.KeepAlive
+	if every < 0 {
+		every = 0
+	}
+	sw := sse.NewWriter(cw, cw, every)
+	defer func() {
+		sw.Close()
+		n := sw.KeepAlives()
+		rec.keepAlives = n
+		g.metrics.keepAlives.Add(float64(n))
+	}()
+	// A legacy POST stream runs to its end even when the client has gone:
+	// the call goes on, and reading keeps the replica from seeing a cut.
+	drain := q.era == mcpmsg.EraLegacy && r.Method == http.MethodPost
+	rd := sse.NewReader(resp.Body, g.opts.MaxEventBytes)
+	for {
+		block, err := rd.Next()
+		if err != nil {
+			if rest := rd.Rest(); len(rest) > 0 && !rec.clientGone {
+				_ = sw.WriteEvent(rest)
+			}
+			if !errors.Is(err, io.EOF) && !rec.clientGone && r.Context().Err() == nil {
+				rec.upstreamCut = true
+			}
+			return
+		}
+		rec.events++
+		if rec.clientGone {
+			continue
+		}
+		rec.bytes += int64(len(block))
+		if sw.WriteEvent(block) != nil {
+			rec.clientGone = true
+			if !drain {
+				return // closing the upstream body ends the stream there too
+			}
+		}
+	}
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "text/event-stream"
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// clientWriter writes to the client with a deadline on every write, so a
+// client that stops reading is cut instead of holding the relay forever.
+type clientWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	failed  bool
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.failed = true
+	}
+	return n, err
+}
+
+func (c *clientWriter) Flush() error {
+	err := c.rc.Flush()
+	if err != nil {
+		c.failed = true
+	}
+	return err
+}
