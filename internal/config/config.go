@@ -1,0 +1,223 @@
+// Package config reads the gateway's YAML configuration: its schema, its
+// defaults and its validation. It is the only package that reads files.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the gateway's configuration. docs/CONFIG.md documents every key;
+// Default gives every default.
+type Config struct {
+	// Listen is the MCP listener's address; /healthz and /readyz are served
+	// there too.
+	Listen string `yaml:"listen"`
+	// Admin is the admin listener's address (/metrics); "" turns it off.
+	Admin string `yaml:"admin"`
+	// Path is the MCP endpoint's path.
+	Path string `yaml:"path"`
+	// Upstreams are the replicas.
+	Upstreams []Upstream `yaml:"upstreams"`
+	// Balance is least-inflight or round-robin.
+	Balance string `yaml:"balance"`
+	// KeepAlive is the SSE keep-alive interval; 0 turns keep-alives off.
+	KeepAlive Duration `yaml:"keepalive"`
+	// Retries bounds moves of an undelivered request to another replica.
+	Retries int `yaml:"retries"`
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MaxEventBytes bounds one relayed SSE event.
+	MaxEventBytes int `yaml:"max_event_bytes"`
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// BodyReadTimeout bounds reading a request's body.
+	BodyReadTimeout Duration `yaml:"body_read_timeout"`
+	// WriteTimeout bounds each write to a client.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes client connections idle between requests.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// DialTimeout bounds connecting to a replica.
+	DialTimeout Duration `yaml:"dial_timeout"`
+	// SessionIdle is how long an unused legacy session is remembered.
+	SessionIdle Duration `yaml:"session_idle"`
+	// Grace is how long requests and streams in flight may finish on
+	// shutdown.
+	Grace Duration `yaml:"grace"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+}
+
+// Upstream is one replica.
+type Upstream struct {
+	// Name identifies the replica in metrics and logs; "" means host:port.
+	Name string `yaml:"name"`
+	// URL is the replica's MCP endpoint.
+	URL string `yaml:"url"`
+}
+
+// Default returns the configuration with every default filled in and no
+// upstreams.
+func Default() Config {
+	return Config{
+		Listen:            "127.0.0.1:8080",
+		Path:              "/mcp",
+		Balance:           "least-inflight",
+		KeepAlive:         Duration(15 * time.Second),
+		Retries:           1,
+		MaxBodyBytes:      4 << 20,
+		MaxHeaderBytes:    64 << 10,
+		MaxEventBytes:     16 << 20,
+		ReadHeaderTimeout: Duration(10 * time.Second),
+		BodyReadTimeout:   Duration(30 * time.Second),
+		WriteTimeout:      Duration(30 * time.Second),
+		IdleTimeout:       Duration(120 * time.Second),
+		DialTimeout:       Duration(5 * time.Second),
+		SessionIdle:       Duration(24 * time.Hour),
+		Grace:             Duration(15 * time.Second),
+		LogLevel:          "info",
+	}
+}
+
+// Load reads a YAML file over the defaults and validates the result.
+func Load(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config: %w", err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads YAML over the defaults, refusing unknown keys, and validates
+// the result. Nothing is applied unless all of it is valid.
+func Parse(b []byte) (Config, error) {
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("parsing yaml: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate checks every key and names the first bad one in its error.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, a...)...))
+	}
+	checkAddr(bad, "listen", c.Listen, true)
+	checkAddr(bad, "admin", c.Admin, false)
+	if !strings.HasPrefix(c.Path, "/") || c.Path == "/healthz" || c.Path == "/readyz" {
+		bad("path", "must start with / and not be /healthz or /readyz, got %q", c.Path)
+	}
+	if len(c.Upstreams) == 0 {
+		bad("upstreams", "at least one upstream is required")
+	}
+	seen := map[string]bool{}
+	for i, u := range c.Upstreams {
+		key := fmt.Sprintf("upstreams[%d]", i)
+		parsed, err := upstream.ParseURL(u.URL)
+		if err != nil {
+			bad(key+".url", "%v", err)
+			continue
+		}
+		name := u.Name
+		if name == "" {
+			name = parsed.Host
+		}
+		if seen[name] {
+			bad(key+".name", "duplicate replica name %q", name)
+		}
+		seen[name] = true
+	}
+	if _, err := balance.ParsePolicy(c.Balance); err != nil {
+		bad("balance", "%v", err)
+	}
+	nonNeg(bad, "keepalive", time.Duration(c.KeepAlive))
+	if c.Retries < 0 || c.Retries > 10 {
+		bad("retries", "must be between 0 and 10, got %d", c.Retries)
+	}
+	if c.MaxBodyBytes < 1024 {
+		bad("max_body_bytes", "must be at least 1024, got %d", c.MaxBodyBytes)
+	}
+	if c.MaxHeaderBytes < 4096 {
+		bad("max_header_bytes", "must be at least 4096, got %d", c.MaxHeaderBytes)
+	}
+	if c.MaxEventBytes < 1024 {
+		bad("max_event_bytes", "must be at least 1024, got %d", c.MaxEventBytes)
+	}
+	for key, d := range map[string]Duration{
+		"read_header_timeout": c.ReadHeaderTimeout, "body_read_timeout": c.BodyReadTimeout,
+		"write_timeout": c.WriteTimeout, "idle_timeout": c.IdleTimeout,
+		"dial_timeout": c.DialTimeout, "session_idle": c.SessionIdle,
+	} {
+		if d <= 0 {
+			bad(key, "must be positive, got %s", time.Duration(d))
+		}
+	}
+	nonNeg(bad, "grace", time.Duration(c.Grace))
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+func nonNeg(bad func(string, string, ...any), key string, d time.Duration) {
+	if d < 0 {
+		bad(key, "must not be negative, got %s", d)
+	}
+}
+
+func checkAddr(bad func(string, string, ...any), key, addr string, required bool) {
+	if addr == "" {
+		if required {
+			bad(key, "an address is required")
+		}
+		return
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		bad(key, "want host:port, got %q", addr)
+	}
+}
+
+// Duration is a time.Duration written as in Go ("15s", "2m30s").
+type Duration time.Duration
+
+// UnmarshalYAML reads a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: want a duration such as \"15s\"", n.Line)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: want a duration such as \"15s\", got %q", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// String formats the duration as Go does.
+func (d Duration) String() string { return time.Duration(d).String() }

@@ -1,0 +1,89 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/balance"
+)
+
+func TestParseDefaultsAndOverrides(t *testing.T) {
+	c, err := Parse([]byte(`
+listen: 127.0.0.1:9000
+upstreams:
+  - name: a
+    url: http://127.0.0.1:9001/mcp
+  - url: http://127.0.0.1:9002/mcp
+keepalive: 0s
+balance: round-robin
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9000" || c.Path != "/mcp" || c.Retries != 1 || c.MaxBodyBytes != 4<<20 {
+		t.Errorf("defaults or overrides not applied: %+v", c)
+	}
+	o := c.GatewayOptions()
+	if o.KeepAlive >= 0 {
+		t.Errorf("keepalive 0s should turn keep-alives off, got %v", o.KeepAlive)
+	}
+	if o.Balance != balance.RoundRobin {
+		t.Errorf("balance = %v", o.Balance)
+	}
+	if specs := c.Specs(); len(specs) != 2 || specs[0].Name != "a" {
+		t.Errorf("specs = %+v", specs)
+	}
+}
+
+func TestParseRejectsNamingTheKey(t *testing.T) {
+	base := "upstreams:\n  - url: http://127.0.0.1:1/mcp\n"
+	tests := []struct {
+		name, yaml, key string
+	}{
+		{"unknown key", base + "listne: 127.0.0.1:1\n", "listne"},
+		{"bad duration", base + "keepalive: soon\n", "soon"},
+		{"negative keepalive", base + "keepalive: -1s\n", "keepalive"},
+		{"bad balance", base + "balance: random\n", "balance"},
+		{"no upstreams", "listen: 127.0.0.1:1\n", "upstreams"},
+		{"bad upstream url", "upstreams:\n  - url: ftp://x/\n", "upstreams[0].url"},
+		{"duplicate names", base + "  - url: http://127.0.0.1:1/other\n", "upstreams[1].name"},
+		{"bad listen", base + "listen: nowhere\n", "listen"},
+		{"tiny body bound", base + "max_body_bytes: 10\n", "max_body_bytes"},
+		{"zero timeout", base + "dial_timeout: 0s\n", "dial_timeout"},
+		{"bad log level", base + "log_level: loud\n", "log_level"},
+		{"retries out of range", base + "retries: 99\n", "retries"},
+		{"bad path", base + "path: mcp\n", "path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if err == nil || !strings.Contains(err.Error(), tt.key) {
+				t.Errorf("Parse error = %v, want one naming %q", err, tt.key)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(p, []byte("upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\ngrace: 2s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p)
+	if err != nil || time.Duration(c.Grace) != 2*time.Second {
+		t.Fatalf("Load = %+v, %v", c, err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Error("Load of a missing file succeeded")
+	}
+}
+
+// TestExampleConfigIsValid keeps the documented example loadable.
+func TestExampleConfigIsValid(t *testing.T) {
+	if _, err := Load("../../docs/mcpfleet.example.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
