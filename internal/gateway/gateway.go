@@ -129,17 +129,29 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 3. Forward, moving on only from replicas the request never reached.
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
-	resp, rep, rerr := g.send(ctx, r, q, route, rec)
-	if rerr != nil {
-		rec.reject(w, rerr, q.id())
+	out := g.forwardAsync(ctx, r, q, route, rec)
+	// 4. Answer: pass the replica's answer through; if it keeps a streamable
+	// request waiting past the keep-alive interval, open the SSE stream
+	// ourselves so keep-alives can flow before the replica says anything.
+	res, early := g.await(w, r, q, out, rec)
+	if res.err != nil {
+		if early != nil {
+			g.endWithError(early, res.err, q, rec)
+			return
+		}
+		rec.reject(w, res.err, q.id())
 		return
 	}
-	defer rep.Release()
-	defer resp.Body.Close()
-	// 4. Learn: remember the session a replica minted; forget ended ones.
-	g.learn(r, q, rep, resp)
-	// 5. Relay: JSON as is, SSE event by event.
-	g.relay(w, r, q, resp, rec)
+	defer res.rep.Release()
+	defer res.resp.Body.Close()
+	// 5. Learn: remember the session a replica minted; forget ended ones.
+	g.learn(r, q, res.rep, res.resp)
+	// 6. Relay: JSON as is, SSE event by event.
+	if early != nil {
+		g.relayLate(early, r, q, res.resp, rec)
+		return
+	}
+	g.relay(w, r, q, res.resp, rec)
 }
 
 // upstreamContext returns the context of the upstream request. A dropped

@@ -11,18 +11,20 @@ import (
 // record collects what happened to one request, for its metrics and its
 // access log line.
 type record struct {
-	start       time.Time
-	r           *http.Request
-	q           *request
-	replica     string
-	attempts    int
-	status      int
-	rejected    bool // answered by the gateway itself
-	clientGone  bool
-	upstreamCut bool
-	events      int
-	keepAlives  int
-	bytes       int64
+	start          time.Time
+	r              *http.Request
+	q              *request
+	replica        string
+	attempts       int
+	status         int
+	rejected       bool // answered by the gateway itself
+	early          bool // the gateway opened the SSE stream before the replica answered
+	upstreamStatus int
+	clientGone     bool
+	upstreamCut    bool
+	events         int
+	keepAlives     int
+	bytes          int64
 }
 
 func (g *Gateway) begin(r *http.Request) *record {
@@ -76,6 +78,7 @@ func (g *Gateway) finish(rec *record) {
 		slog.Int("status", rec.status),
 		slog.String("outcome", out),
 		slog.Int("attempts", rec.attempts),
+		slog.Bool("early_stream", rec.early),
 		slog.Int("events", rec.events),
 		slog.Int("keepalives", rec.keepAlives),
 		slog.Int64("bytes", rec.bytes),

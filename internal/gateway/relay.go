@@ -52,8 +52,8 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, resp *http.Response, rec *record) {
 	g.metrics.streams.Inc()
 	defer g.metrics.streams.Dec()
-	// First byte at once: the client sees the stream open before the
-	// replica says anything.
+	// First byte at once: the client sees the stream open as soon as the
+	// replica opens it.
 	if cw.Flush() != nil {
 		rec.clientGone = true
 	}
@@ -65,13 +65,20 @@ func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, res
 	defer func() {
 		sw.Close()
 		n := sw.KeepAlives()
-		rec.keepAlives = n
+		rec.keepAlives += n
 		g.metrics.keepAlives.Add(float64(n))
 	}()
-	// A legacy POST stream runs to its end even when the client has gone:
-	// the call goes on, and reading keeps the replica from seeing a cut.
+	g.pump(sw, sse.NewReader(resp.Body, g.opts.MaxEventBytes), r, q, rec)
+}
+
+// pump copies events from the replica to the client until the replica's
+// stream ends. A legacy POST stream runs to its end even when the client has
+// gone: the call goes on (a dropped stream is not a cancel), and reading on
+// keeps the replica from seeing a cut. Any other stream stops at once, and
+// closing its upstream body ends it there too: for 2026-07-28 that is the
+// cancel of the request.
+func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *request, rec *record) {
 	drain := q.era == mcpmsg.EraLegacy && r.Method == http.MethodPost
-	rd := sse.NewReader(resp.Body, g.opts.MaxEventBytes)
 	for {
 		block, err := rd.Next()
 		if err != nil {
@@ -91,7 +98,7 @@ func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, res
 		if sw.WriteEvent(block) != nil {
 			rec.clientGone = true
 			if !drain {
-				return // closing the upstream body ends the stream there too
+				return
 			}
 		}
 	}

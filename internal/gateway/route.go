@@ -40,6 +40,26 @@ func (g *Gateway) route(q *request) (target, *mcpmsg.Error) {
 	return target{pinned: rep}, nil
 }
 
+// sent is the outcome of forwarding: an answer from an acquired replica, or
+// the gateway's error.
+type sent struct {
+	resp *http.Response
+	rep  *upstream.Replica
+	err  *mcpmsg.Error
+}
+
+// forwardAsync runs send in its own goroutine, so the caller can keep the
+// client's stream alive while the replica has not answered yet. The channel
+// always yields exactly one result; the caller must take it.
+func (g *Gateway) forwardAsync(ctx context.Context, r *http.Request, q *request, t target, rec *record) <-chan sent {
+	ch := make(chan sent, 1)
+	go func() {
+		resp, rep, err := g.send(ctx, r, q, t, rec)
+		ch <- sent{resp: resp, rep: rep, err: err}
+	}()
+	return ch
+}
+
 // send forwards the request to its target. It moves on to another replica
 // only while the request provably never reached one (balance.MayRetry). On
 // success the replica is returned acquired: the caller releases it.

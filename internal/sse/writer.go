@@ -39,7 +39,7 @@ type Writer struct {
 func NewWriter(w io.Writer, f Flusher, every time.Duration) *Writer {
 	sw := &Writer{w: w, f: f, every: every}
 	if every > 0 {
-		sw.timer = time.AfterFunc(every, sw.keepAlive)
+		sw.timer = time.AfterFunc(every, sw.KeepAlive)
 	}
 	return sw
 }
@@ -76,7 +76,9 @@ func (sw *Writer) Close() {
 	}
 }
 
-func (sw *Writer) keepAlive() {
+// KeepAlive sends a keep-alive comment now; the timer calls it after each
+// silence. It does nothing once the writer is closed or has failed.
+func (sw *Writer) KeepAlive() {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	if sw.closed || sw.err != nil {
@@ -84,8 +86,17 @@ func (sw *Writer) keepAlive() {
 	}
 	if sw.writeLocked(KeepAliveComment) == nil {
 		sw.kept++
-		sw.timer.Reset(sw.every)
+		if sw.timer != nil {
+			sw.timer.Reset(sw.every)
+		}
 	}
+}
+
+// Err returns the first write error, nil while the stream is alive.
+func (sw *Writer) Err() error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.err
 }
 
 func (sw *Writer) writeLocked(b []byte) error {

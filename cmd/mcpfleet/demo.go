@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/config"
+	"github.com/mcpfleet/mcpfleet/internal/testserver"
+)
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8080", "gateway `address`")
+	replicas := fs.Int("replicas", 3, "test server replicas to start (1 to 12)")
+	dur := fs.Duration("for", 0, "stop after this long (default: until Ctrl-C)")
+	verbose := fs.Bool("v", false, "log every request")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *replicas < 1 || *replicas > 12 {
+		return usageError{fmt.Errorf("-replicas: want 1 to 12, got %d", *replicas)}
+	}
+	if *dur > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *dur)
+		defer cancel()
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := config.Default()
+	cfg.Listen = *listen
+	// The replicas drain with the demo; they stop before the gateway does.
+	srvCtx, stopServers := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { stopServers(); wg.Wait() }()
+	for i := range *replicas {
+		name := fmt.Sprintf("replica-%c", 'a'+i)
+		srv, err := testserver.New(name, &testserver.Options{Logger: log, ShutdownGrace: 2 * time.Second})
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("listening for %s: %w", name, err)
+		}
+		wg.Go(func() { _ = srv.Serve(srvCtx, ln, 0) })
+		cfg.Upstreams = append(cfg.Upstreams, config.Upstream{Name: name, URL: "http://" + ln.Addr().String() + "/mcp"})
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	gw, err := startGateway(cfg, log)
+	if err != nil {
+		return err
+	}
+	printDemo(stdout, gw.addr.String(), cfg)
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "\nmcpfleet demo: stopping")
+	err = gw.shutdown(2 * time.Second)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err // --for ran out: a normal end
+	}
+	return err
+}
+
+func printDemo(w io.Writer, addr string, cfg config.Config) {
+	url := "http://" + addr + cfg.Path
+	fmt.Fprintf(w, "mcpfleet demo: %d test servers behind the gateway\n\n", len(cfg.Upstreams))
+	for _, u := range cfg.Upstreams {
+		fmt.Fprintf(w, "  %-10s %s\n", u.Name, u.URL)
+	}
+	fmt.Fprintf(w, "\n  gateway    %s\n  health     http://%s/healthz\n\n", url, addr)
+	fmt.Fprintf(w, "Ask the fleet who answers (2026-07-28, stateless: any replica may):\n\n%s\n\n", curlWhoami(url))
+	fmt.Fprintf(w, "Or connect an MCP client to %s, e.g.:\n  npx @modelcontextprotocol/inspector --transport http --server-url %s\n\nCtrl-C stops the fleet.\n", url, url)
+}
+
+// curlWhoami is a 2026-07-28 tools/call of whoami, headers mirroring the
+// body as SEP-2243 requires.
+func curlWhoami(url string) string {
+	return `  curl -sN ` + url + ` \
+    -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    -H 'Mcp-Protocol-Version: 2026-07-28' \
+    -H 'Mcp-Method: tools/call' -H 'Mcp-Name: whoami' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'`
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/config"
+	"github.com/mcpfleet/mcpfleet/internal/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "YAML configuration `file` (docs/CONFIG.md); flags override its keys")
+	listen := fs.String("listen", "", "MCP listener `address` (default 127.0.0.1:8080)")
+	admin := fs.String("admin", "", "admin listener `address` for /metrics (default off)")
+	var ups listFlag
+	fs.Var(&ups, "upstream", "replica MCP endpoint `URL` (repeatable); replaces the config's upstreams")
+	bal := fs.String("balance", "", "least-inflight or round-robin (default least-inflight)")
+	keep := fs.Duration("keepalive", -1, "SSE keep-alive interval; 0 turns it off (default 15s)")
+	level := fs.String("log-level", "", "debug, info, warn or error (default info)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg := config.Default()
+	if *path != "" {
+		var err error
+		if cfg, err = config.Read(*path); err != nil {
+			return err
+		}
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.Listen, *listen)
+	set(&cfg.Admin, *admin)
+	set(&cfg.Balance, *bal)
+	set(&cfg.LogLevel, *level)
+	if *keep >= 0 {
+		cfg.KeepAlive = config.Duration(*keep)
+	}
+	if len(ups) > 0 {
+		cfg.Upstreams = nil
+		for _, u := range ups {
+			cfg.Upstreams = append(cfg.Upstreams, config.Upstream{URL: u})
+		}
+	}
+	// Flags and file together must make a valid configuration; nothing
+	// starts otherwise.
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.Level()}))
+	gw, err := startGateway(cfg, log)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "mcpfleet: serving MCP at http://%s%s\n", gw.addr, cfg.Path)
+	<-ctx.Done()
+	return gw.shutdown(time.Duration(cfg.Grace))
+}
+
+// runningGateway is a gateway serving on its listeners.
+type runningGateway struct {
+	addr   net.Addr // the MCP listener's address
+	admin  net.Addr // nil when off
+	gw     *gateway.Gateway
+	srv    *http.Server
+	adm    *http.Server
+	served chan error
+	log    *slog.Logger
+}
+
+// startGateway listens and serves the gateway described by a validated cfg.
+func startGateway(cfg config.Config, log *slog.Logger) (*runningGateway, error) {
+	fleet, err := upstream.New(cfg.Specs())
+	if err != nil {
+		return nil, err
+	}
+	gw := gateway.New(fleet, log, cfg.GatewayOptions())
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		gw.Close()
+		return nil, fmt.Errorf("listening: %w", err)
+	}
+	rg := &runningGateway{addr: ln.Addr(), gw: gw, served: make(chan error, 2), log: log}
+	rg.srv = &http.Server{
+		Handler:           gw,
+		ReadHeaderTimeout: time.Duration(cfg.ReadHeaderTimeout),
+		IdleTimeout:       time.Duration(cfg.IdleTimeout),
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go func() { rg.served <- rg.srv.Serve(ln) }()
+	if cfg.Admin != "" {
+		aln, err := net.Listen("tcp", cfg.Admin)
+		if err != nil {
+			rg.srv.Close()
+			gw.Close()
+			return nil, fmt.Errorf("listening on admin address: %w", err)
+		}
+		reg := gw.Metrics().Registry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", gw.Metrics().Handler())
+		rg.admin = aln.Addr()
+		rg.adm = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { rg.served <- rg.adm.Serve(aln) }()
+	}
+	log.Info("gateway listening", "addr", rg.addr.String(), "admin", cfg.Admin,
+		"upstreams", len(cfg.Upstreams), "balance", cfg.Balance)
+	return rg, nil
+}
+
+// shutdown drains: /healthz turns 503 at once, the listeners stop accepting,
+// and requests and streams in flight get grace to finish before they are cut.
+func (rg *runningGateway) shutdown(grace time.Duration) error {
+	rg.gw.SetDraining()
+	rg.log.Info("shutting down", "grace", grace.String())
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := rg.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		rg.log.Warn("grace over: closing streams still open")
+		err = rg.srv.Close()
+	}
+	if rg.adm != nil {
+		rg.adm.Close()
+	}
+	rg.gw.Close()
+	return err
+}

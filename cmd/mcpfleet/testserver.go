@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/mcpfleet/mcpfleet/internal/testserver"
+)
+
+func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("testserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:9001", "listener `address`")
+	name := fs.String("name", "", "replica name, the text of whoami (default: the listen address)")
+	era := fs.String("era", "both", "protocol eras served on /mcp: both, 2025 or 2026")
+	drain := fs.Duration("drain-delay", 0, "after SIGTERM, how long /health answers draining while /mcp still serves")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *drain < 0 {
+		return usageError{fmt.Errorf("-drain-delay: must not be negative")}
+	}
+	if *name == "" {
+		*name = *listen
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	srv, err := testserver.New(*name, &testserver.Options{Era: *era, Logger: log})
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	fmt.Fprintf(stdout, "mcpfleet testserver %s: serving MCP at http://%s/mcp\n", *name, ln.Addr())
+	return srv.Serve(ctx, ln, *drain)
+}

@@ -1,0 +1,52 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestNoCredentialInLogsOrMetrics sends credentials and a session ID through
+// every path (success, 404, 413, header mismatch) and checks that none of
+// them reaches a log line, a metric or an error answer.
+func TestNoCredentialInLogsOrMetrics(t *testing.T) {
+	const secret = "sk-SECRET-7f3a9c"
+	f := startFleet(t, 2, nil)
+	auth := map[string]string{"Authorization": "Bearer " + secret, "Private-Token": secret}
+	var answers strings.Builder
+	keep := func(b io.ReadCloser) {
+		x, _ := io.ReadAll(b)
+		b.Close()
+		answers.Write(x)
+	}
+	legacy := newRaw(t, f.url(), "2025-11-25")
+	legacy.initialize()
+	session := legacy.session
+	keep(legacy.post(context.Background(), 2, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}}, auth).Body)
+	legacy.session = secret // a credential in the session header, too
+	keep(legacy.post(context.Background(), 3, "tools/list", nil, auth).Body)
+	modern := newRaw(t, f.url(), "2026-07-28")
+	keep(modern.post(context.Background(), 4, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}}, auth).Body)
+	keep(modern.post(context.Background(), 5, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}},
+		map[string]string{"Authorization": "Bearer " + secret, "Mcp-Name": secret}).Body)
+
+	rec := httptest.NewRecorder()
+	f.gw.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	metrics := rec.Body.String()
+	if !strings.Contains(metrics, `mcpfleet_requests_total{era="2026-07-28",method="tools/call"`) {
+		t.Fatalf("metrics lack the requests counter:\n%s", metrics)
+	}
+	for what, text := range map[string]string{"logs": f.logs.String(), "metrics": metrics, "answers": answers.String()} {
+		if strings.Contains(text, secret) {
+			t.Errorf("the credential appears in the %s", what)
+		}
+		if strings.Contains(text, session) {
+			t.Errorf("the session ID appears in the %s", what)
+		}
+	}
+	if !strings.Contains(f.logs.String(), `"msg":"request"`) {
+		t.Error("no access log lines were written")
+	}
+}

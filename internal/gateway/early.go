@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/sse"
+)
+
+// A replica may hold back its response headers until its first event (the
+// Go SDK does), so a tool that runs silent for a minute leaves the client's
+// connection silent for a minute, and an idle timeout on the way cuts it
+// (seed 000, "silent streams"). The gateway therefore opens the SSE stream
+// itself when the replica has not answered within one keep-alive interval,
+// and then relays whatever the replica sends into that stream: its events,
+// a JSON answer as one event, an error as a JSON-RPC error event. The
+// 2025-11-25 and 2026-07-28 transports both let a server answer a POST
+// request with an SSE stream.
+
+// mayOpenEarly reports whether the gateway may answer with its own SSE
+// stream: a single JSON-RPC request (not initialize, whose headers carry the
+// session) from a client that accepts SSE, with keep-alives on.
+func (g *Gateway) mayOpenEarly(r *http.Request, q *request) bool {
+	return g.opts.KeepAlive > 0 && r.Method == http.MethodPost &&
+		q.msg.Kind == mcpmsg.KindRequest && !q.msg.Batch && !q.msg.HasInitialize &&
+		acceptsEventStream(r.Header.Values("Accept"))
+}
+
+// await waits for the forwarding result. If that takes longer than the
+// keep-alive interval and mayOpenEarly allows, it opens the client's SSE
+// stream first and returns its writer with the result.
+func (g *Gateway) await(w http.ResponseWriter, r *http.Request, q *request, out <-chan sent, rec *record) (sent, *sse.Writer) {
+	if !g.mayOpenEarly(r, q) {
+		return <-out, nil
+	}
+	t := time.NewTimer(g.opts.KeepAlive)
+	defer t.Stop()
+	select {
+	case res := <-out:
+		return res, nil
+	case <-t.C:
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	rec.status, rec.early = http.StatusOK, true
+	w.WriteHeader(http.StatusOK)
+	cw := &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+	sw := sse.NewWriter(cw, cw, g.opts.KeepAlive)
+	g.metrics.streams.Inc()
+	sw.KeepAlive() // the silence so far was one interval long
+	return <-out, sw
+}
+
+// closeEarly ends an early stream's bookkeeping.
+func (g *Gateway) closeEarly(sw *sse.Writer, rec *record) {
+	sw.Close()
+	n := sw.KeepAlives()
+	rec.keepAlives += n
+	g.metrics.keepAlives.Add(float64(n))
+	g.metrics.streams.Dec()
+	if sw.Err() != nil {
+		rec.clientGone = true
+	}
+}
+
+// relayLate relays the replica's answer into a stream the gateway opened.
+func (g *Gateway) relayLate(sw *sse.Writer, r *http.Request, q *request, resp *http.Response, rec *record) {
+	defer g.closeEarly(sw, rec)
+	rec.upstreamStatus = resp.StatusCode
+	if isEventStream(resp.Header.Get("Content-Type")) && resp.StatusCode < 300 {
+		g.pump(sw, sse.NewReader(resp.Body, g.opts.MaxEventBytes), r, q, rec)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(g.opts.MaxEventBytes)))
+	if err == nil && json.Valid(body) && len(bytes.TrimSpace(body)) > 0 {
+		// The replica's JSON answer (a result, or its own JSON-RPC error)
+		// becomes one event.
+		_ = sw.WriteEvent(jsonEvent(body))
+		rec.events++
+		return
+	}
+	e := &mcpmsg.Error{Code: mcpmsg.CodeInternalError, Message: fmt.Sprintf("replica answered HTTP %d", resp.StatusCode)}
+	_ = sw.WriteEvent(jsonEvent(e.AppendResponse(nil, q.id())))
+}
+
+// endWithError answers a gateway error inside an early stream, where no
+// HTTP status can be sent any more.
+func (g *Gateway) endWithError(sw *sse.Writer, e *mcpmsg.Error, q *request, rec *record) {
+	defer g.closeEarly(sw, rec)
+	rec.rejected = true
+	_ = sw.WriteEvent(jsonEvent(e.AppendResponse(nil, q.id())))
+}
+
+// jsonEvent frames a JSON message as an SSE "message" event. Line breaks in
+// the JSON become separate data lines, which the client joins with LF: JSON
+// whitespace, so the message decodes the same.
+func jsonEvent(msg []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("event: message\n")
+	for _, line := range bytes.Split(bytes.TrimRight(msg, "\r\n"), []byte{'\n'}) {
+		b.WriteString("data: ")
+		b.Write(bytes.TrimSuffix(line, []byte{'\r'}))
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// acceptsEventStream reports whether an Accept header admits SSE.
+func acceptsEventStream(values []string) bool {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "text/event-stream", "text/*", "*/*":
+				return true
+			}
+		}
+	}
+	return false
+}
