@@ -107,11 +107,9 @@ func Load(path string) (Config, error) {
 // Parse reads YAML over the defaults, refusing unknown keys, and validates
 // the result. Nothing is applied unless all of it is valid.
 func Parse(b []byte) (Config, error) {
-	c := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("parsing yaml: %w", err)
+	c, err := decode(b)
+	if err != nil {
+		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -221,3 +219,27 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // String formats the duration as Go does.
 func (d Duration) String() string { return time.Duration(d).String() }
+
+// Read reads a YAML file over the defaults without validating it, for a
+// caller that completes it (from flags) and then calls Validate.
+func Read(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading config: %w", err)
+	}
+	c, err := decode(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+func decode(b []byte) (Config, error) {
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("parsing yaml: %w", err)
+	}
+	return c, nil
+}

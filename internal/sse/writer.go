@@ -39,7 +39,9 @@ type Writer struct {
 func NewWriter(w io.Writer, f Flusher, every time.Duration) *Writer {
 	sw := &Writer{w: w, f: f, every: every}
 	if every > 0 {
+		sw.mu.Lock() // the timer may fire before the field is set
 		sw.timer = time.AfterFunc(every, sw.KeepAlive)
+		sw.mu.Unlock()
 	}
 	return sw
 }

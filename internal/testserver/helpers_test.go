@@ -1,0 +1,118 @@
+package testserver
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Protocol versions the SDK client can ask for.
+const (
+	legacyVersion = "2025-11-25"
+	modernVersion = "2026-07-28"
+)
+
+// startServer starts a test server for era on an httptest server on
+// loopback and returns it with its base URL.
+func startServer(t *testing.T, name, era string) (*Server, string) {
+	t.Helper()
+	s, err := New(name, &Options{Era: era})
+	if err != nil {
+		t.Fatalf("New(%q, era %q): %v", name, era, err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return s, hs.URL
+}
+
+// connect connects an SDK client asking for version to the /mcp endpoint at
+// base. The session is closed when the test ends.
+func connect(t *testing.T, ctx context.Context, base, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := dial(ctx, base, version, opts, nil)
+	if err != nil {
+		t.Fatalf("connecting with %s to %s: %v", version, base, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// dial connects an SDK client asking for version to the /mcp endpoint at
+// base, sending through hc when it is not nil.
+func dial(ctx context.Context, base, version string, opts *mcp.ClientOptions, hc *http.Client) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1.0.0"}, opts)
+	transport := &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: hc}
+	return client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+}
+
+// callText calls tool with args, requires success, and returns the text of
+// its only content.
+func callText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("calling %s: %v", tool, err)
+	}
+	if res.IsError {
+		t.Fatalf("calling %s: tool error: %v", tool, contentText(t, res))
+	}
+	return contentText(t, res)
+}
+
+// contentText returns the text of res's only content.
+func contentText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("result has %d contents, want 1: %+v", len(res.Content), res.Content)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("result content is %T, want *mcp.TextContent", res.Content[0])
+	}
+	return tc.Text
+}
+
+// exchange is what a recorder saw of one HTTP exchange.
+type exchange struct {
+	method        string // HTTP method
+	reqVersion    string // Mcp-Protocol-Version sent
+	reqSession    string // Mcp-Session-Id sent
+	status        int
+	mintedSession string // Mcp-Session-Id answered
+}
+
+// recorder is an http.RoundTripper that records the MCP headers of each
+// exchange.
+type recorder struct {
+	mu        sync.Mutex // guards exchanges
+	exchanges []exchange
+}
+
+// RoundTrip sends r with the default transport and records the exchange.
+func (rec *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.exchanges = append(rec.exchanges, exchange{
+		method:        r.Method,
+		reqVersion:    r.Header.Get(headerProtocolVersion),
+		reqSession:    r.Header.Get(headerSessionID),
+		status:        resp.StatusCode,
+		mintedSession: resp.Header.Get(headerSessionID),
+	})
+	return resp, nil
+}
+
+// seen returns a copy of the exchanges recorded so far.
+func (rec *recorder) seen() []exchange {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]exchange(nil), rec.exchanges...)
+}

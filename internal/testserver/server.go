@@ -1,0 +1,178 @@
+// Package testserver is a real MCP server, built on the official Go SDK, that
+// tests, demos and benchmarks run behind the gateway as upstream replicas.
+//
+// One endpoint, /mcp, serves both protocol eras: the 2025-11-25 era with
+// sessions minted at initialize, and the 2026-07-28 era of stateless requests
+// (SEP-2575). /health reports readiness and turns to 503 while draining.
+package testserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Protocol eras a Server can serve, the values of [Options.Era].
+const (
+	// EraBoth serves the 2025-11-25 and the 2026-07-28 eras on one endpoint.
+	EraBoth = "both"
+	// Era2025 serves only the 2025-11-25 era: sessions minted at initialize.
+	Era2025 = "2025"
+	// Era2026 serves only the 2026-07-28 era: stateless requests.
+	Era2026 = "2026"
+)
+
+// ShutdownGrace is how long [Server.Serve] gives calls in flight to finish,
+// once its drain delay is over, before it closes them.
+const ShutdownGrace = 15 * time.Second
+
+// errStopped ends the calls still in flight when the shutdown grace runs out.
+var errStopped = errors.New("server stopped: shutdown grace ran out")
+
+// Options configures a Server. A nil *Options is the same as the zero value.
+type Options struct {
+	// Era selects the protocol eras served on /mcp: [EraBoth], [Era2025] or
+	// [Era2026]. The zero value "" means [EraBoth].
+	Era string
+
+	// Logger receives lifecycle lines and the SDK's warnings and errors.
+	// Nil means discard.
+	Logger *slog.Logger
+
+	// ShutdownGrace bounds how long Serve waits for calls in flight after
+	// its drain delay. Zero means [ShutdownGrace].
+	ShutdownGrace time.Duration
+}
+
+// Validate reports whether o is usable. A nil o is valid.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	switch o.Era {
+	case "", EraBoth, Era2025, Era2026:
+	default:
+		return fmt.Errorf("validating options: unknown era %q (want %q, %q or %q)", o.Era, EraBoth, Era2025, Era2026)
+	}
+	if o.ShutdownGrace < 0 {
+		return fmt.Errorf("validating options: negative shutdown grace %v", o.ShutdownGrace)
+	}
+	return nil
+}
+
+// Server is one test replica: an MCP server with the whoami, echo, sleep,
+// mutate and count tools, plus a health endpoint. Its methods are safe for
+// concurrent use.
+type Server struct {
+	name   string
+	era    string
+	grace  time.Duration
+	logger *slog.Logger
+
+	mcp      *mcp.Server
+	handler  http.Handler
+	inflight inflight
+	draining atomic.Bool
+
+	// stopped is done once stop is called, which Serve does when the
+	// shutdown grace runs out. It ends every MCP method handler's context
+	// (see stoppable), including those of legacy sessions, which outlive
+	// their HTTP request.
+	stopped context.Context
+	stop    context.CancelFunc
+
+	mu     sync.Mutex     // guards counts
+	counts map[string]int // mutations per key on this replica
+}
+
+// New returns a Server called name, which whoami reports and which must not
+// be empty. A nil opts means the defaults documented on [Options].
+func New(name string, opts *Options) (*Server, error) {
+	if name == "" {
+		return nil, errors.New("creating test server: empty name")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("creating test server %s: %w", name, err)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Era == "" {
+		o.Era = EraBoth
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ShutdownGrace == 0 {
+		o.ShutdownGrace = ShutdownGrace
+	}
+	s := &Server{
+		name:   name,
+		era:    o.Era,
+		grace:  o.ShutdownGrace,
+		logger: o.Logger,
+		counts: make(map[string]int),
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{
+		Logger:                    quiet(o.Logger),
+		SupportedProtocolVersions: eraVersions(o.Era),
+	})
+	s.stopped, s.stop = context.WithCancel(context.Background())
+	s.mcp.AddReceivingMiddleware(s.stoppable)
+	s.addTools()
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Name returns the replica's name, the text whoami answers.
+func (s *Server) Name() string { return s.name }
+
+// Handler returns the HTTP handler serving /mcp and /health; any other path
+// is 404.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// SetDraining makes /health answer 503 {"status":"draining"} from now on.
+// The server keeps serving /mcp.
+func (s *Server) SetDraining() { s.draining.Store(true) }
+
+// Count returns how many times mutate has changed key on this replica.
+func (s *Server) Count(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[key]
+}
+
+// increment records one mutation of key.
+func (s *Server) increment(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts[key]++
+}
+
+// stoppable is MCP middleware that ends the handler's context when s.stop
+// is called.
+func (s *Server) stoppable(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		unhook := context.AfterFunc(s.stopped, func() { cancel(errStopped) })
+		defer unhook()
+		return next(ctx, method, req)
+	}
+}
+
+// routes builds the handler behind [Server.Handler].
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.inflight.track(s.mcpHandler()))
+	mux.HandleFunc("/health", s.serveHealth)
+	return mux
+}

@@ -1,0 +1,205 @@
+package testserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// defaultAt is the fraction of its run at which mutate mutates when the
+// caller gives no "at".
+const defaultAt = 0.5
+
+// Tool inputs. Fields without omitempty are required in the input schema.
+type (
+	noInput   struct{}
+	echoInput struct {
+		Text string `json:"text" jsonschema:"the text to return"`
+	}
+	sleepInput struct {
+		Seconds       float64 `json:"seconds" jsonschema:"how long to sleep, in seconds"`
+		ProgressEvery float64 `json:"progress_every,omitempty" jsonschema:"seconds between progress notifications, sent only when the call has a progress token; 0 means none"`
+	}
+	mutateInput struct {
+		Key     string   `json:"key" jsonschema:"the counter to increment"`
+		Seconds float64  `json:"seconds,omitempty" jsonschema:"how long the call runs, in seconds; 0 means no wait"`
+		At      *float64 `json:"at,omitempty" jsonschema:"fraction of the run, 0 to 1, at which the counter is incremented; default 0.5"`
+	}
+	countInput struct {
+		Key string `json:"key" jsonschema:"the counter to read"`
+	}
+)
+
+// addTools registers the test tools on the MCP server.
+func (s *Server) addTools() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "whoami",
+		Description: "Returns the name of the replica that answered.",
+		Annotations: readOnly(),
+	}, s.whoami)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "echo",
+		Description: "Returns its text.",
+		Annotations: readOnly(),
+	}, s.echo)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "sleep",
+		Description: "Sleeps for seconds, reporting progress every progress_every seconds when the call has a progress token.",
+		Annotations: readOnly(),
+	}, s.sleep)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "mutate",
+		Description: "Runs for seconds and increments the counter key at fraction at of its run; cancelled before then, it changes nothing.",
+		Annotations: &mcp.ToolAnnotations{
+			DestructiveHint: new(false), // it only adds
+			OpenWorldHint:   new(false),
+		},
+	}, s.mutate)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "count",
+		Description: "Returns how many times key was mutated on this replica, as a decimal integer.",
+		Annotations: readOnly(),
+	}, s.count)
+}
+
+// readOnly returns the annotations of a tool that changes nothing and
+// reaches nothing outside the replica.
+func readOnly() *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)}
+}
+
+// text returns a result whose only content is t.
+func text(t string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t}}}
+}
+
+// whoami returns the replica name.
+func (s *Server) whoami(context.Context, *mcp.CallToolRequest, noInput) (*mcp.CallToolResult, any, error) {
+	return text(s.name), nil, nil
+}
+
+// echo returns in.Text.
+func (s *Server) echo(_ context.Context, _ *mcp.CallToolRequest, in echoInput) (*mcp.CallToolResult, any, error) {
+	return text(in.Text), nil, nil
+}
+
+// count returns the counter of in.Key as a decimal integer.
+func (s *Server) count(_ context.Context, _ *mcp.CallToolRequest, in countInput) (*mcp.CallToolResult, any, error) {
+	return text(strconv.Itoa(s.Count(in.Key))), nil, nil
+}
+
+// sleep waits in.Seconds, or until ctx ends, which is an error. When the call
+// carries a progress token and in.ProgressEvery > 0 it sends
+// notifications/progress that often (2025-11-25 §Utilities/Progress).
+func (s *Server) sleep(ctx context.Context, req *mcp.CallToolRequest, in sleepInput) (*mcp.CallToolResult, any, error) {
+	d, err := duration("seconds", in.Seconds)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sleeping: %w", err)
+	}
+	every, err := duration("progress_every", in.ProgressEvery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sleeping: %w", err)
+	}
+	var tick <-chan time.Time
+	if token := progressToken(req); token != nil && every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	start := time.Now()
+	done := time.NewTimer(d)
+	defer done.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("sleeping: %w", context.Cause(ctx))
+		case <-done.C:
+			return text(fmt.Sprintf("slept %gs on %s", in.Seconds, s.name)), nil, nil
+		case <-tick:
+			s.notifyProgress(ctx, req, time.Since(start).Seconds(), in.Seconds)
+		}
+	}
+}
+
+// notifyProgress sends one progress notification for req. A failure is not
+// the call's failure: the stream is gone, and ctx will end the call.
+func (s *Server) notifyProgress(ctx context.Context, req *mcp.CallToolRequest, done, total float64) {
+	err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+		ProgressToken: progressToken(req),
+		Progress:      done,
+		Total:         total,
+		Message:       fmt.Sprintf("slept %.1fs of %gs", done, total),
+	})
+	if err != nil {
+		s.logger.Debug("sending progress", "error", err)
+	}
+}
+
+// mutate runs in.Seconds and increments in.Key at fraction in.At of the run.
+// Cancelled before that point it has changed nothing; cancelled after, the
+// mutation stays. Either way a cancelled call is an error.
+func (s *Server) mutate(ctx context.Context, _ *mcp.CallToolRequest, in mutateInput) (*mcp.CallToolResult, any, error) {
+	if in.Key == "" {
+		return nil, nil, errors.New("mutating: empty key")
+	}
+	d, err := duration("seconds", in.Seconds)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mutating %s: %w", in.Key, err)
+	}
+	at := defaultAt
+	if in.At != nil {
+		at = *in.At
+	}
+	if !(at >= 0 && at <= 1) { // also rejects NaN
+		return nil, nil, fmt.Errorf("mutating %s: at %v outside [0, 1]", in.Key, at)
+	}
+	before := time.Duration(float64(d) * at)
+	if err := pause(ctx, before); err != nil {
+		return nil, nil, fmt.Errorf("mutating %s: cancelled before the mutation: %w", in.Key, err)
+	}
+	s.increment(in.Key)
+	if err := pause(ctx, d-before); err != nil {
+		return nil, nil, fmt.Errorf("mutating %s: cancelled after the mutation: %w", in.Key, err)
+	}
+	return text(fmt.Sprintf("mutated %s on %s", in.Key, s.name)), nil, nil
+}
+
+// pause waits d, or returns the cause of ctx ending first. A context already
+// ended is an error even when d is zero.
+func pause(ctx context.Context, d time.Duration) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// duration converts a non-negative number of seconds named field.
+func duration(field string, seconds float64) (time.Duration, error) {
+	if !(seconds >= 0) || seconds > math.MaxInt64/float64(time.Second) {
+		return 0, fmt.Errorf("%s %v out of range", field, seconds)
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
+}
+
+// progressToken returns req's progress token, or nil when it has none.
+func progressToken(req *mcp.CallToolRequest) any {
+	if req == nil || req.Params == nil {
+		return nil
+	}
+	return req.Params.GetProgressToken()
+}
