@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The test command: on a fresh machine it installs what the tests need, then
+# runs vet, staticcheck, the race-enabled test suite, short fuzz runs of
+# every parser of untrusted bytes, the benchmarks once, and the official MCP
+# conformance suite through the gateway (scripts/conformance.sh).
+#
+#   bash scripts/test.sh            everything
+#   SKIP_CONFORMANCE=1 bash scripts/test.sh
+#   FUZZTIME=60s bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+if ! command -v go >/dev/null; then
+	echo "scripts/test.sh: Go 1.26 is required (https://go.dev/dl/)" >&2
+	exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+step "go test -race"
+go test -race -count=1 -timeout 15m ./...
+
+step "fuzz (${FUZZTIME:-10s} per target)"
+# Every Fuzz function in the tree, each run on its own for a short while.
+grep -rl --include='*_test.go' '^func Fuzz' internal | while read -r file; do
+	pkg="./$(dirname "$file")"
+	for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
+		echo "-- $pkg $fn"
+		go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-10s}" "$pkg"
+	done
+done
+
+step "benchmarks (once each)"
+go test -run '^$' -bench . -benchtime 1x ./...
+
+if [[ "${SKIP_CONFORMANCE:-}" == 1 ]]; then
+	step "conformance: skipped (SKIP_CONFORMANCE=1)"
+else
+	step "MCP conformance suite, direct and through the gateway"
+	bash scripts/conformance.sh
+fi
