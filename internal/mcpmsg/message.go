@@ -139,8 +139,8 @@ func parseBatch(b []byte, i int, m *Message) (int, error) {
 func parseOne(b []byte, i int, m *Message) (int, error) {
 	var version, params []byte
 	var hasResult bool
-	end, err := eachMember(b, i, 1, func(key string, s, e int) error {
-		switch key {
+	end, err := eachMember(b, i, 1, func(key []byte, s, e int) error {
+		switch string(key) {
 		case "jsonrpc":
 			version = b[s:e]
 		case "method":
@@ -208,15 +208,15 @@ func nameMember(method string) string {
 
 func parseParams(p []byte, m *Message) error {
 	want := nameMember(m.Method)
-	_, err := eachMember(p, 0, 2, func(key string, s, e int) error {
+	_, err := eachMember(p, 0, 2, func(key []byte, s, e int) error {
 		switch {
-		case want != "" && key == want && p[s] == '"':
+		case want != "" && string(key) == want && p[s] == '"':
 			v, err := rawString(p[s:e])
 			m.Name = v
 			return err
-		case key == "_meta" && p[s] == '{':
-			_, err := eachMember(p[s:e], 0, 3, func(k string, ms, me int) error {
-				if k == MetaKeyProtocolVersion && p[s+ms] == '"' {
+		case string(key) == "_meta" && p[s] == '{':
+			_, err := eachMember(p[s:e], 0, 3, func(k []byte, ms, me int) error {
+				if string(k) == MetaKeyProtocolVersion && p[s+ms] == '"' {
 					v, err := rawString(p[s+ms : s+me])
 					m.ProtocolVersion = v
 					return err

@@ -190,12 +190,14 @@ func skipArray(b []byte, i int, depth int) (int, error) {
 }
 
 func skipObject(b []byte, i int, depth int) (int, error) {
-	return eachMember(b, i, depth, func(string, int, int) error { return nil })
+	return eachMember(b, i, depth, func([]byte, int, int) error { return nil })
 }
 
 // eachMember walks the object at b[i] == '{' and calls fn with each member's
 // key and the bounds of its value. It returns the offset past the object.
-func eachMember(b []byte, i int, depth int, fn func(key string, start, end int) error) (int, error) {
+// The key is valid only during the call; comparing it as string(key) does
+// not allocate.
+func eachMember(b []byte, i int, depth int, fn func(key []byte, start, end int) error) (int, error) {
 	if depth > maxDepth {
 		return 0, errSyntax
 	}
@@ -212,9 +214,13 @@ func eachMember(b []byte, i int, depth int, fn func(key string, start, end int) 
 		if err != nil {
 			return 0, err
 		}
-		key, err := stringValue(b[i:kend], kesc)
-		if err != nil {
-			return 0, err
+		key := b[i+1 : kend-1]
+		if kesc || !utf8.Valid(key) {
+			k, err := stringValue(b[i:kend], kesc)
+			if err != nil {
+				return 0, err
+			}
+			key = []byte(k)
 		}
 		i = skipWS(b, kend)
 		if i >= len(b) || b[i] != ':' {
