@@ -35,7 +35,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *path != "" {
 		var err error
 		if cfg, err = config.Read(*path); err != nil {
-			return err
+			return usageError{err}
 		}
 	}
 	set := func(dst *string, v string) {

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func runCmd(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb lockedBuffer
+	code = run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\nkeepalive: -5s\n"), 0o600)
+	unknown := filepath.Join(t.TempDir(), "unknown.yaml")
+	os.WriteFile(unknown, []byte("upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\nlisten_addr: x\n"), 0o600)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", nil, 2, "usage"},
+		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+		{"serve without upstreams", []string{"serve"}, 2, "upstreams"},
+		{"serve bad upstream", []string{"serve", "--upstream", "ftp://x/"}, 2, "upstreams[0].url"},
+		{"serve bad balance", []string{"serve", "--upstream", "http://127.0.0.1:1/", "--balance", "random"}, 2, "balance"},
+		{"serve bad config value", []string{"serve", "--config", bad}, 2, "keepalive"},
+		{"serve unknown config key", []string{"serve", "--config", unknown}, 2, "listen_addr"},
+		{"serve missing config", []string{"serve", "--config", "/nonexistent.yaml"}, 2, "reading config"},
+		{"serve stray argument", []string{"serve", "extra"}, 2, "unexpected argument"},
+		{"testserver bad era", []string{"testserver", "--era", "1999"}, 2, "era"},
+		{"demo too many replicas", []string{"demo", "--replicas", "40"}, 2, "replicas"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCmd(t, context.Background(), tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestDemoServesAndStops runs the demo on a free port for a few seconds:
+// it prints the gateway URL, the fleet answers through it, and it stops by
+// itself.
+func TestDemoServesAndStops(t *testing.T) {
+	addr := freeAddr(t)
+	var code int
+	var out, errb lockedBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		code = run(context.Background(), []string{"demo", "--listen", addr, "--for", "3s"}, &out, &errb)
+	}()
+	waitHealthy(t, "http://"+addr+"/healthz")
+	if !strings.Contains(out.String(), "http://"+addr+"/mcp") || !strings.Contains(out.String(), "curl") {
+		t.Errorf("demo output lacks the URL or the client command:\n%s", out.String())
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "whoami"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	body.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(body.String(), "replica-") {
+		t.Errorf("whoami through the demo answered %q", body.String())
+	}
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("demo did not stop after --for")
+	}
+	if code != 0 {
+		t.Errorf("demo exit %d, stderr %s", code, errb.String())
+	}
+}
+
+// TestServeShutsDownOnCancel starts serve against a testserver and stops it
+// through its context, as SIGTERM does.
+func TestServeShutsDownOnCancel(t *testing.T) {
+	backend := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { run(ctx, []string{"testserver", "--listen", backend, "--name", "a"}, &lockedBuffer{}, &lockedBuffer{}) })
+	addr, admin := freeAddr(t), freeAddr(t)
+	sctx, stop := context.WithCancel(context.Background())
+	var code int
+	var errb lockedBuffer
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		code = run(sctx, []string{"serve", "--listen", addr, "--admin", admin, "--upstream", "http://" + backend + "/mcp"}, &lockedBuffer{}, &errb)
+	}()
+	waitHealthy(t, "http://"+addr+"/readyz")
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m bytes.Buffer
+	m.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(m.String(), "mcpfleet_replica_in_flight") || !strings.Contains(m.String(), "go_goroutines") {
+		t.Errorf("admin /metrics lacks gateway or runtime metrics")
+	}
+	stop()
+	<-served
+	if code != 0 {
+		t.Errorf("serve exit %d: %s", code, errb.String())
+	}
+	cancel()
+	wg.Wait()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitHealthy(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s never answered 200", url)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
