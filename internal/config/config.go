@@ -93,12 +93,11 @@ func Default() Config {
 
 // Load reads a YAML file over the defaults and validates the result.
 func Load(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	c, err := Read(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("reading config: %w", err)
+		return Config{}, err
 	}
-	c, err := Parse(b)
-	if err != nil {
+	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
