@@ -56,6 +56,8 @@ type Config struct {
 	// Grace is how long requests and streams in flight may finish on
 	// shutdown.
 	Grace Duration `yaml:"grace"`
+	// AllowAnyHost turns off DNS-rebinding protection on loopback listeners.
+	AllowAnyHost bool `yaml:"allow_any_host"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
 }

@@ -31,6 +31,7 @@ func (c *Config) GatewayOptions() *gateway.Options {
 		Retries:         retries,
 		DialTimeout:     time.Duration(c.DialTimeout),
 		SessionIdle:     time.Duration(c.SessionIdle),
+		AllowAnyHost:    c.AllowAnyHost,
 	}
 }
 

@@ -109,6 +109,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := g.begin(r)
 	defer g.finish(rec)
 
+	if !g.hostAllowed(r) {
+		rec.reject(w, errHost, nil)
+		return
+	}
 	// 1. Classify: read the bounded body, find era, method and session.
 	if r.Method != http.MethodPost && r.Method != http.MethodGet && r.Method != http.MethodDelete {
 		rec.reject(w, errMethod, nil)

@@ -32,6 +32,10 @@ type Options struct {
 	Retries int
 	// DialTimeout bounds connecting to a replica; 0 means 5 s.
 	DialTimeout time.Duration
+	// AllowAnyHost turns off DNS-rebinding protection: by default a request
+	// that arrives on a loopback address must name a loopback Host, or it
+	// gets 403. Turn it off when a local proxy forwards with a public Host.
+	AllowAnyHost bool
 	// SessionIdle is how long an unused legacy session is remembered; 0
 	// means 24 h.
 	SessionIdle time.Duration

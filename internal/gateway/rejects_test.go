@@ -98,3 +98,26 @@ func TestGatewayRejects(t *testing.T) {
 		}
 	})
 }
+
+// TestDNSRebindingProtection: on a loopback listener a foreign Host is
+// refused, loopback names pass, and AllowAnyHost turns the check off.
+func TestDNSRebindingProtection(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		f := startFleet(t, 1, &Options{AllowAnyHost: allow})
+		for host, wantOK := range map[string]bool{"evil.example.com": allow, "localhost:80": true, "127.0.0.1": true, "[::1]:8080": true} {
+			req, _ := http.NewRequest(http.MethodPost, f.url(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+			req.Host = host
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if got := resp.StatusCode != http.StatusForbidden; got != wantOK {
+				t.Errorf("allow_any_host=%v Host %s: status %d", allow, host, resp.StatusCode)
+			}
+		}
+	}
+}
