@@ -124,10 +124,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, rerr, q.id())
 		return
 	}
-	// 2. Route: the session's replica, or a pick for new work.
+	// 2. Route: the session's replica, or a pick for new work; a
+	// subscriptions/listen goes to every replica.
 	route, rerr := g.route(q)
 	if rerr != nil {
 		rec.reject(w, rerr, q.id())
+		return
+	}
+	if route.snap != nil && fansOut(q, route.snap) {
+		g.serveFanout(w, r, q, route.snap, rec)
 		return
 	}
 	// 3. Forward, moving on only from replicas the request never reached.

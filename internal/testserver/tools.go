@@ -203,3 +203,13 @@ func progressToken(req *mcp.CallToolRequest) any {
 	}
 	return req.Params.GetProgressToken()
 }
+
+// AddTool adds a tool called name to this replica alone (it answers with
+// its own name), so that the replica sends notifications/tools/list_changed
+// to its listeners: how tests change one replica of a fleet under a client.
+func (s *Server) AddTool(name string) {
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: "Added at run time.", Annotations: readOnly()},
+		func(context.Context, *mcp.CallToolRequest, noInput) (*mcp.CallToolResult, any, error) {
+			return text(name), nil, nil
+		})
+}
