@@ -91,6 +91,10 @@ func copyRequestHeader(dst http.Header, in *http.Request) {
 		dst[k] = vv
 	}
 	removeHop(dst)
+	// The relay must see SSE event boundaries to flush events and place
+	// keep-alives, so replicas answer uncompressed (loopback or a LAN
+	// between gateway and replica gains little from compression anyway).
+	dst.Del("Accept-Encoding")
 	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
 		if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
 			ip = joinComma(prior) + ", " + ip

@@ -79,6 +79,7 @@ func (g *Gateway) finish(rec *record) {
 		slog.String("outcome", out),
 		slog.Int("attempts", rec.attempts),
 		slog.Bool("early_stream", rec.early),
+		slog.Int("upstream_status", rec.upstreamStatus),
 		slog.Int("events", rec.events),
 		slog.Int("keepalives", rec.keepAlives),
 		slog.Int64("bytes", rec.bytes),

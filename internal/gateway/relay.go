@@ -30,7 +30,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 			h.Set("Cache-Control", "no-cache")
 		}
 	}
-	rec.status = resp.StatusCode
+	rec.status, rec.upstreamStatus = resp.StatusCode, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
 	cw := &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
 	// The connection outlives this request (keep-alive): lift the deadline.
