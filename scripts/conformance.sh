@@ -20,6 +20,9 @@
 #                                requirement set (defaults: 20251125=false, others=true)
 #   CONFORMANCE_PREWARM=0        do not pre-apply the suite's tool/prompt-list mutations
 #                                to every stateless replica (see docs/CONFORMANCE.md)
+#   CONFORMANCE_NGINX=1          also run the suite through nginx in round-robin in front
+#                                of the same number of replicas, for comparison (installs
+#                                Debian's nginx with apt-get when it is missing and we are root)
 #   MCPFLEET_BIN                 use this gateway binary instead of building ./cmd/mcpfleet
 #   CONFORMANCE_WORKDIR          put logs here instead of a fresh temp dir
 set -euo pipefail
@@ -33,6 +36,7 @@ REPLICAS="${CONFORMANCE_REPLICAS:-3}"
 RUN_TIMEOUT="${CONFORMANCE_RUN_TIMEOUT:-600}"
 DIRECT_ONLY="${CONFORMANCE_DIRECT_ONLY:-0}"
 PREWARM="${CONFORMANCE_PREWARM:-1}"
+NGINX="${CONFORMANCE_NGINX:-0}"
 READY_TIMEOUT=30 # seconds to wait for a started process to become ready
 
 log() { printf '[conformance] %s\n' "$*" >&2; }
@@ -443,6 +447,64 @@ run_requirements() {
 	wait_healthz "http://127.0.0.1:$gport/healthz" "$STARTED_PID" "$WORK/$rev-gateway.mcpfleet.log"
 	run_suite "$rev" gateway "http://127.0.0.1:$gport/mcp"
 	stop_started
+
+	# (c) for comparison: the same replicas behind nginx, round-robin.
+	[[ "$NGINX" == 1 ]] || return 0
+	mapfile -t ports < <(free_ports $((REPLICAS + 1)))
+	local servers=""
+	for ((i = 1; i <= REPLICAS; i++)); do
+		uport=${ports[$((i - 1))]}
+		start_bg "$WORK/$rev-nginx.replica$i.log" "$BIN/everything-server" -http "127.0.0.1:$uport" -stateless="$stateless"
+		wait_tcp "$uport" "$STARTED_PID" "$WORK/$rev-nginx.replica$i.log"
+		maybe_prewarm "$stateless" "$uport"
+		servers+="    server 127.0.0.1:$uport;"$'\n'
+	done
+	local nport=${ports[$REPLICAS]} ndir="$WORK/$rev-nginx"
+	mkdir -p "$ndir/logs"
+	# A plain round-robin proxy, configured as sites usually configure one
+	# for SSE: HTTP/1.1 upstream keep-alive, buffering off, long read timeouts.
+	cat >"$ndir/nginx.conf" <<NGINX
+worker_processes 1;
+pid $ndir/nginx.pid;
+error_log $ndir/logs/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $ndir/body; proxy_temp_path $ndir/proxy;
+  fastcgi_temp_path $ndir/fastcgi; uwsgi_temp_path $ndir/uwsgi; scgi_temp_path $ndir/scgi;
+  upstream fleet {
+$servers    keepalive 32;
+  }
+  server {
+    listen 127.0.0.1:$nport;
+    location / {
+      proxy_pass http://fleet;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host \$host;
+      proxy_buffering off;
+      proxy_read_timeout 3600s;
+    }
+  }
+}
+NGINX
+	start_bg "$ndir/nginx.out" "$NGINX_BIN" -p "$ndir" -c "$ndir/nginx.conf" -g "daemon off;"
+	wait_tcp "$nport" "$STARTED_PID" "$ndir/nginx.out"
+	run_suite "$rev" nginx "http://127.0.0.1:$nport/mcp"
+	stop_started
+}
+
+# find_nginx sets NGINX_BIN, installing Debian's nginx when it is missing.
+find_nginx() {
+	NGINX_BIN="$(command -v nginx || true)"
+	[[ -z "$NGINX_BIN" && -x /usr/sbin/nginx ]] && NGINX_BIN=/usr/sbin/nginx
+	if [[ -z "$NGINX_BIN" ]]; then
+		[[ $(id -u) == 0 ]] || die "nginx is missing; install it or unset CONFORMANCE_NGINX"
+		log "installing nginx (apt-get)"
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx; } >"$WORK/apt-nginx.log" 2>&1 ||
+			die "installing nginx failed; see $WORK/apt-nginx.log"
+		NGINX_BIN="$(command -v nginx || echo /usr/sbin/nginx)"
+	fi
 }
 
 # ---------------------------------------------------------------------------
@@ -454,13 +516,16 @@ print_table() {
 	printf '\n%-12s  %-22s  %6s  %6s  %8s  %s\n' requirements target passed failed warnings scored
 	printf '%-12s  %-22s  %6s  %6s  %8s  %s\n' ------------ ---------------------- ------ ------ -------- ------
 	for rev in $REQUIREMENTS; do
-		for target in direct gateway; do
+		for target in direct gateway nginx; do
 			key="$rev|$target"
-			if [[ "$target" == direct ]]; then
-				label="direct (1 replica)"
-			else
-				label="gateway ($REPLICAS replicas)"
-			fi
+			case "$target" in
+			direct) label="direct (1 replica)" ;;
+			gateway) label="gateway ($REPLICAS replicas)" ;;
+			nginx)
+				[[ "$NGINX" == 1 ]] || continue
+				label="nginx rr ($REPLICAS replicas)"
+				;;
+			esac
 			if [[ -z "${R_RC[$key]+set}" ]]; then
 				[[ "$target" == gateway ]] && printf '%-12s  %-22s  %6s  %6s  %8s  %s\n' "$rev" "$label" - - - skipped
 				continue
@@ -566,6 +631,7 @@ compare() {
 START=$SECONDS
 install_suite
 build_binaries
+[[ "$NGINX" != 1 ]] || find_nginx
 log "suite: conformance $("$NODE" "$SUITE_CLI" --version) on Node $("$NODE" --version)"
 for rev in $REQUIREMENTS; do
 	run_requirements "$rev"
