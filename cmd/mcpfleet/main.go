@@ -21,6 +21,7 @@ commands:
   serve        run the gateway in front of a fleet of MCP replicas
   demo         run a whole local fleet (three test servers and the gateway)
   testserver   run one MCP test server (official Go SDK), both protocol eras
+  secret       print a new secret file (session keys, routing salt) for serve
 
 Run 'mcpfleet <command> -h' for a command's flags.
 `
@@ -42,6 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"serve":      runServe,
 		"demo":       runDemo,
 		"testserver": runTestserver,
+		"secret":     runSecret,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

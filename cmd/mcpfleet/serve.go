@@ -28,6 +28,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bal := fs.String("balance", "", "least-inflight or round-robin (default least-inflight)")
 	keep := fs.Duration("keepalive", -1, "SSE keep-alive interval; 0 turns it off (default 15s)")
 	level := fs.String("log-level", "", "debug, info, warn or error (default info)")
+	secret := fs.String("secret-file", "", "session keys and routing salt `file` (mode 0600; 'mcpfleet secret' makes one)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -47,6 +48,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	set(&cfg.Admin, *admin)
 	set(&cfg.Balance, *bal)
 	set(&cfg.LogLevel, *level)
+	set(&cfg.SecretFile, *secret)
 	if *keep >= 0 {
 		cfg.KeepAlive = config.Duration(*keep)
 	}
@@ -88,7 +90,14 @@ func startGateway(cfg config.Config, log *slog.Logger) (*runningGateway, error) 
 	if err != nil {
 		return nil, err
 	}
-	gw := gateway.New(fleet, log, cfg.GatewayOptions())
+	opts, err := cfg.GatewayOptions()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	gw, err := gateway.New(fleet, log, opts)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		gw.Close()

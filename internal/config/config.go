@@ -51,8 +51,9 @@ type Config struct {
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// DialTimeout bounds connecting to a replica.
 	DialTimeout Duration `yaml:"dial_timeout"`
-	// SessionIdle is how long an unused legacy session is remembered.
-	SessionIdle Duration `yaml:"session_idle"`
+	// SecretFile holds the session keyring and the routing salt; "" means
+	// random ones, made at start.
+	SecretFile string `yaml:"secret_file"`
 	// Grace is how long requests and streams in flight may finish on
 	// shutdown.
 	Grace Duration `yaml:"grace"`
@@ -87,7 +88,6 @@ func Default() Config {
 		WriteTimeout:      Duration(30 * time.Second),
 		IdleTimeout:       Duration(120 * time.Second),
 		DialTimeout:       Duration(5 * time.Second),
-		SessionIdle:       Duration(24 * time.Hour),
 		Grace:             Duration(15 * time.Second),
 		LogLevel:          "info",
 	}
@@ -168,7 +168,7 @@ func (c *Config) Validate() error {
 	for key, d := range map[string]Duration{
 		"read_header_timeout": c.ReadHeaderTimeout, "body_read_timeout": c.BodyReadTimeout,
 		"write_timeout": c.WriteTimeout, "idle_timeout": c.IdleTimeout,
-		"dial_timeout": c.DialTimeout, "session_idle": c.SessionIdle,
+		"dial_timeout": c.DialTimeout,
 	} {
 		if d <= 0 {
 			bad(key, "must be positive, got %s", time.Duration(d))

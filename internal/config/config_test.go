@@ -26,7 +26,10 @@ balance: round-robin
 	if c.Listen != "127.0.0.1:9000" || c.Path != "/mcp" || c.Retries != 1 || c.MaxBodyBytes != 4<<20 {
 		t.Errorf("defaults or overrides not applied: %+v", c)
 	}
-	o := c.GatewayOptions()
+	o, err := c.GatewayOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if o.KeepAlive >= 0 {
 		t.Errorf("keepalive 0s should turn keep-alives off, got %v", o.KeepAlive)
 	}

@@ -1,16 +1,36 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
-// GatewayOptions turns a validated configuration into the gateway's options.
-func (c *Config) GatewayOptions() *gateway.Options {
+// GatewayOptions turns a validated configuration into the gateway's options,
+// reading the secret file if one is named. Without one the gateway makes
+// random keys.
+func (c *Config) GatewayOptions() (*gateway.Options, error) {
+	o := c.gatewayOptions()
+	if c.SecretFile == "" {
+		return o, nil
+	}
+	sec, err := ReadSecret(c.SecretFile)
+	if err != nil {
+		return nil, err
+	}
+	if o.Keyring, err = session.NewKeyring(sec.Keys); err != nil {
+		return nil, fmt.Errorf("secret file %s: %w", c.SecretFile, err)
+	}
+	o.RoutingSalt = sec.Salt
+	return o, nil
+}
+
+func (c *Config) gatewayOptions() *gateway.Options {
 	p, _ := balance.ParsePolicy(c.Balance) // validated
 	keep := time.Duration(c.KeepAlive)
 	if keep == 0 {
@@ -30,7 +50,6 @@ func (c *Config) GatewayOptions() *gateway.Options {
 		WriteTimeout:    time.Duration(c.WriteTimeout),
 		Retries:         retries,
 		DialTimeout:     time.Duration(c.DialTimeout),
-		SessionIdle:     time.Duration(c.SessionIdle),
 		AllowAnyHost:    c.AllowAnyHost,
 	}
 }

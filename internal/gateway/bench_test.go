@@ -20,7 +20,10 @@ func BenchmarkForwardJSON(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	gw := New(fl, nil, nil)
+	gw, err := New(fl, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer gw.Close()
 	front := httptest.NewServer(gw)
 	defer front.Close()

@@ -15,7 +15,9 @@ type request struct {
 	body      []byte         // the POST body, read whole (bounded)
 	msg       mcpmsg.Message // zero unless POST
 	era       mcpmsg.Era
-	sessionID string // Mcp-Session-Id, "" when absent
+	sessionID string // Mcp-Session-Id as the client holds it (sealed), "" when absent
+	// upstreamSession is the replica's own session ID, opened from sessionID.
+	upstreamSession string
 	label     string // the JSON-RPC method as metrics show it
 }
 

@@ -81,9 +81,6 @@ func TestLegacyGetAndDeleteFollowTheSession(t *testing.T) {
 	f := startFleet(t, 3, &Options{Balance: balance.RoundRobin})
 	r := newRaw(t, f.url(), "2025-11-25")
 	r.initialize()
-	if f.gw.sessions.Len() != 1 {
-		t.Fatalf("gateway remembers %d sessions, want 1", f.gw.sessions.Len())
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	get, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.url(), nil)
 	get.Header.Set("Accept", "text/event-stream")
@@ -110,9 +107,6 @@ func TestLegacyGetAndDeleteFollowTheSession(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %d, want 204 from the session's replica", resp.StatusCode)
-	}
-	if f.gw.sessions.Len() != 0 {
-		t.Error("gateway still routes a deleted session")
 	}
 	resp = r.post(context.Background(), 5, "tools/list", nil, nil)
 	if code, _ := rpcError(t, resp); resp.StatusCode != 404 || code != -32001 {

@@ -69,7 +69,10 @@ func startGatewayOn(t *testing.T, specs []upstream.Spec, opts *Options, logs io.
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := New(fl, slog.New(slog.NewJSONHandler(logs, nil)), opts)
+	gw, err := New(fl, slog.New(slog.NewJSONHandler(logs, nil)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(gw.Close)
 	return gw
 }

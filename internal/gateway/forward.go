@@ -16,7 +16,9 @@ import (
 // says whether a failure happened before the request could have arrived. It
 // is the one place to replace for a faster transport.
 type forwarder interface {
-	forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte) (resp *http.Response, delivered bool, err error)
+	// forward sends in (with body) to rep; a non-empty sessionID replaces
+	// the client's Mcp-Session-Id with the replica's own.
+	forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID string) (resp *http.Response, delivered bool, err error)
 }
 
 // httpForwarder forwards over net/http's Transport with a per-replica pool of
@@ -45,7 +47,7 @@ func newHTTPForwarder(dialTimeout time.Duration) *httpForwarder {
 // handshake, or the context ended first. Once a header field went out the
 // request counts as delivered, even if it may still sit in a buffer: when in
 // doubt, never send twice.
-func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte) (*http.Response, bool, error) {
+func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID string) (*http.Response, bool, error) {
 	var wrote bool
 	trace := &httptrace.ClientTrace{
 		WroteHeaderField: func(string, []string) { wrote = true },
@@ -65,6 +67,9 @@ func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *
 		out.ContentLength = int64(len(body))
 	}
 	copyRequestHeader(out.Header, in)
+	if sessionID != "" {
+		out.Header.Set("Mcp-Session-Id", sessionID)
+	}
 	out.Host = rep.URL().Host
 	resp, err := f.t.RoundTrip(out)
 	if err != nil {

@@ -7,11 +7,12 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"log/slog"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
@@ -24,7 +25,8 @@ import (
 type Gateway struct {
 	opts     Options
 	fleet    *upstream.Fleet
-	sessions *session.Table
+	keys     *session.Keyring // seals and opens legacy session IDs
+	tasks    *session.Tasks   // 2026-07-28 task -> replica
 	fwd      forwarder
 	log      *slog.Logger
 	metrics  *Metrics
@@ -35,30 +37,44 @@ type Gateway struct {
 	// to their end after a client drops them); Close cancels it.
 	base   context.Context
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the session sweeper stops
 }
 
 // New returns a gateway for fleet. A nil logger discards logs; a nil opts
 // means defaults. Call Close when done.
-func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) *Gateway {
+func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	o := opts.withDefaults()
+	keys := o.Keyring
+	if keys == nil {
+		var err error
+		if keys, err = randomKeyring(); err != nil {
+			return nil, err
+		}
+		log.Warn("no session key configured: using a random one; sessions will not survive a restart and other gateway processes cannot open them")
+	}
 	base, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
-		opts:     o,
-		fleet:    fleet,
-		sessions: session.NewTable(),
-		fwd:      newHTTPForwarder(o.DialTimeout),
-		log:      log,
-		base:     base,
-		cancel:   cancel,
-		done:     make(chan struct{}),
+		opts:   o,
+		fleet:  fleet,
+		keys:   keys,
+		tasks:  session.NewTasks(o.MaxTasks),
+		fwd:    newHTTPForwarder(o.DialTimeout),
+		log:    log,
+		base:   base,
+		cancel: cancel,
 	}
 	g.metrics = newMetrics(g)
-	go g.sweepSessions()
-	return g
+	return g, nil
+}
+
+func randomKeyring() (*session.Keyring, error) {
+	k := session.Key{ID: 0}
+	if _, err := rand.Read(k.Secret[:]); err != nil {
+		return nil, fmt.Errorf("making a session key: %w", err)
+	}
+	return session.NewKeyring([]session.Key{k})
 }
 
 // Metrics returns the gateway's metrics, for the admin listener.
@@ -68,27 +84,12 @@ func (g *Gateway) Metrics() *Metrics { return g.metrics }
 // sending new work while requests in flight finish.
 func (g *Gateway) SetDraining() { g.draining.Store(true) }
 
-// Close stops the session sweeper, ends streams left running for departed
-// clients, and closes idle upstream connections. It is idempotent.
+// Close ends streams left running for departed clients and closes idle
+// upstream connections. It is idempotent.
 func (g *Gateway) Close() {
 	g.cancel()
-	<-g.done
 	if f, ok := g.fwd.(*httpForwarder); ok {
 		f.close()
-	}
-}
-
-func (g *Gateway) sweepSessions() {
-	defer close(g.done)
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.base.Done():
-			return
-		case now := <-t.C:
-			g.sessions.Expire(now, g.opts.SessionIdle)
-		}
 	}
 }
 
@@ -153,8 +154,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer res.rep.Release()
 	defer res.resp.Body.Close()
+	if q.sessionID != "" && res.resp.StatusCode == http.StatusNotFound && early == nil {
+		// The replica no longer knows the session (ended, expired, or the
+		// replica restarted): answer as the transport says, 404 with -32001.
+		g.metrics.sessionMisses.WithLabelValues("ended").Inc()
+		rec.reject(w, errSessionNotFound, q.id())
+		return
+	}
 	// 5. Learn: remember the session a replica minted; forget ended ones.
-	g.learn(r, q, res.rep, res.resp)
+	g.learn(q, res.rep, res.resp)
 	// 6. Relay: JSON as is, SSE event by event.
 	if early != nil {
 		g.relayLate(early, r, q, res.resp, rec)
@@ -177,6 +185,6 @@ func (g *Gateway) upstreamContext(r *http.Request, q *request) (context.Context,
 	return ctx, func() { stop(); cancel() }
 }
 
-func (g *Gateway) random() uint64 { return rand.Uint64() }
+func (g *Gateway) random() uint64 { return mrand.Uint64() }
 
 var _ balance.View = (*upstream.Snapshot)(nil)

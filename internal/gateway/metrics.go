@@ -53,9 +53,9 @@ func newMetrics(g *Gateway) *Metrics {
 	m.reg.MustRegister(m.requests, m.duration, m.streams, m.keepAlives, m.retries, m.sessionMisses,
 		&fleetCollector{g: g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpfleet_sessions",
-			Help: "Legacy sessions the gateway routes.",
-		}, func() float64 { return float64(g.sessions.Len()) }),
+			Name: "mcpfleet_tasks",
+			Help: "2026-07-28 tasks whose replica the gateway remembers.",
+		}, func() float64 { return float64(g.tasks.Len()) }),
 	)
 	return m
 }

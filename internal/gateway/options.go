@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/session"
 )
 
 // Options configures a Gateway. The zero value of each field means the
@@ -36,9 +37,16 @@ type Options struct {
 	// that arrives on a loopback address must name a loopback Host, or it
 	// gets 403. Turn it off when a local proxy forwards with a public Host.
 	AllowAnyHost bool
-	// SessionIdle is how long an unused legacy session is remembered; 0
-	// means 24 h.
-	SessionIdle time.Duration
+	// Keyring seals and opens legacy session IDs. nil means a random key:
+	// sessions then do not survive a restart, and other gateway processes
+	// cannot open them.
+	Keyring *session.Keyring
+	// RoutingSalt keys the HMAC that turns caller identities into routing
+	// keys; nil means a random salt (routing then differs between gateway
+	// processes). At least 16 bytes.
+	RoutingSalt []byte
+	// MaxTasks bounds the task registry; 0 means 100,000.
+	MaxTasks int
 }
 
 func (o *Options) withDefaults() Options {
@@ -58,7 +66,6 @@ func (o *Options) withDefaults() Options {
 	def(&v.BodyReadTimeout, 30*time.Second)
 	def(&v.WriteTimeout, 30*time.Second)
 	def(&v.DialTimeout, 5*time.Second)
-	def(&v.SessionIdle, 24*time.Hour)
 	if v.MaxBodyBytes == 0 {
 		v.MaxBodyBytes = 4 << 20
 	}

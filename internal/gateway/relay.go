@@ -38,7 +38,16 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 	if !stream {
 		bp := copyBufs.Get().(*[]byte)
 		defer copyBufs.Put(bp)
-		n, err := io.CopyBuffer(cw, resp.Body, *bp)
+		var dst io.Writer = cw
+		var seen *capture
+		if watchesTasks(q) {
+			seen = &capture{max: 64 << 10}
+			dst = io.MultiWriter(cw, seen)
+		}
+		n, err := io.CopyBuffer(dst, resp.Body, *bp)
+		if seen != nil && !seen.over {
+			g.noteTask(seen.b, rec.replica)
+		}
 		rec.bytes = n
 		if err != nil {
 			rec.clientGone = rec.clientGone || cw.failed
@@ -91,6 +100,9 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			return
 		}
 		rec.events++
+		if watchesTasks(q) {
+			g.noteTask(sse.Parse(block).Data, rec.replica)
+		}
 		if rec.clientGone {
 			continue
 		}
@@ -107,6 +119,22 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 func isEventStream(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "text/event-stream"
+}
+
+// capture keeps the first max bytes written to it.
+type capture struct {
+	b    []byte
+	max  int
+	over bool
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	if len(c.b)+len(p) > c.max {
+		c.over = true
+	} else {
+		c.b = append(c.b, p...)
+	}
+	return len(p), nil
 }
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -14,30 +17,47 @@ import (
 // replica of a snapshot.
 type target struct {
 	pinned *upstream.Replica
+	task   bool // pinned by the task registry, not by a session
 	snap   *upstream.Snapshot
 }
 
 // route finds the target of a classified request. A legacy request with a
-// session goes to the replica that minted it; a session the gateway does not
-// know, or whose replica has left the fleet, gets 404 with -32001 so the
-// client re-initializes (2025-11-25 transports, "Session Management").
+// session goes to the replica its sealed ID names; an ID that does not open
+// (malformed, tampered with, sealed with a retired key) or names a replica
+// that has left the fleet gets 404 with -32001, so the client re-initializes
+// (2025-11-25 transports, "Session Management"). A tasks/* request goes to
+// the replica that runs its task, when the gateway knows it.
 func (g *Gateway) route(q *request) (target, *mcpmsg.Error) {
 	snap := g.fleet.Snapshot()
 	if q.sessionID == "" {
+		if rep := g.taskReplica(q, snap); rep != nil {
+			return target{pinned: rep, task: true}, nil
+		}
 		return target{snap: snap}, nil
 	}
-	name, ok := g.sessions.Get(q.sessionID, time.Now())
-	if !ok {
-		g.metrics.sessionMisses.WithLabelValues("unknown").Inc()
+	c, err := g.keys.Open(q.sessionID)
+	if err != nil {
+		g.metrics.sessionMisses.WithLabelValues(openReason(err)).Inc()
 		return target{}, errSessionNotFound
 	}
-	rep := snap.Lookup(name)
+	rep := snap.Lookup(c.Replica)
 	if rep == nil {
-		g.sessions.Delete(q.sessionID)
 		g.metrics.sessionMisses.WithLabelValues("replica_gone").Inc()
 		return target{}, errSessionNotFound
 	}
+	q.upstreamSession = c.SessionID
 	return target{pinned: rep}, nil
+}
+
+// openReason names why a session ID did not open, for the metric.
+func openReason(err error) string {
+	switch {
+	case errors.Is(err, session.ErrUnknownKey):
+		return "unknown_key"
+	case errors.Is(err, session.ErrTampered):
+		return "tampered"
+	}
+	return "malformed"
 }
 
 // sent is the outcome of forwarding: an answer from an acquired replica, or
@@ -79,7 +99,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 		}
 		rec.replica, rec.attempts = rep.Name(), rec.attempts+1
 		rep.Acquire()
-		resp, delivered, err := g.fwd.forward(ctx, rep, r, q.body)
+		resp, delivered, err := g.fwd.forward(ctx, rep, r, q.body, q.upstreamSession)
 		if err == nil {
 			return resp, rep, nil
 		}
@@ -91,12 +111,13 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 			return nil, nil, errUnreachable
 		case delivered:
 			return nil, nil, errAfterDelivery
-		case t.pinned != nil:
+		case t.pinned != nil && !t.task:
 			// Sessions live in their replica; one that cannot be reached
 			// has lost them, so the client starts a new one elsewhere.
-			g.sessions.Delete(q.sessionID)
 			g.metrics.sessionMisses.WithLabelValues("replica_unreachable").Inc()
 			return nil, nil, errSessionNotFound
+		case t.pinned != nil:
+			return nil, nil, errUnreachable
 		case !balance.MayRetry(balance.Attempt{Retries: retries, MaxRetries: g.opts.Retries}):
 			return nil, nil, errUnreachable
 		}
@@ -105,16 +126,25 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 	}
 }
 
-// learn remembers the session a replica minted at initialize, and forgets a
-// session that was ended (DELETE) or that its replica no longer knows (404).
-func (g *Gateway) learn(r *http.Request, q *request, rep *upstream.Replica, resp *http.Response) {
+// learn makes the replica's Mcp-Session-Id the client's sealed one: on the
+// answer to initialize it seals the new session; on any other answer that
+// carries the header it puts back the ID the client sent. The replica's own
+// ID never reaches the client.
+func (g *Gateway) learn(q *request, rep *upstream.Replica, resp *http.Response) {
+	id := resp.Header.Get(mcpmsg.HeaderSessionID)
 	switch {
+	case id == "":
 	case q.sessionID == "" && q.msg.HasInitialize:
-		if id := resp.Header.Get(mcpmsg.HeaderSessionID); id != "" && resp.StatusCode < 300 {
-			g.sessions.Put(id, rep.Name(), time.Now())
+		sealed, err := g.keys.Seal(session.Claims{Replica: rep.Name(), SessionID: id, Issued: time.Now()}, rand.Reader)
+		if err != nil {
+			g.log.Error("sealing a session id failed", "replica", rep.Name(), "error", err)
+			resp.Header.Del(mcpmsg.HeaderSessionID)
+			return
 		}
-	case q.sessionID != "" && (resp.StatusCode == http.StatusNotFound ||
-		(r.Method == http.MethodDelete && resp.StatusCode < 300)):
-		g.sessions.Delete(q.sessionID)
+		resp.Header.Set(mcpmsg.HeaderSessionID, sealed)
+	case q.sessionID != "":
+		resp.Header.Set(mcpmsg.HeaderSessionID, q.sessionID)
+	default:
+		resp.Header.Del(mcpmsg.HeaderSessionID)
 	}
 }

@@ -62,3 +62,15 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseTaskResult: untrusted answers never panic the task reader, and a
+// task it reports is really in the body.
+func FuzzParseTaskResult(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"result":{"resultType":"task","taskId":"t-9","ttlMs":5}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		id, _, ok := ParseTaskResult(body)
+		if ok && !bytes.Contains(body, []byte("task")) {
+			t.Fatalf("task %q reported from %q", id, body)
+		}
+	})
+}

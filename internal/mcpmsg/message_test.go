@@ -162,3 +162,25 @@ func TestErrorResponseIsJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTaskResult(t *testing.T) {
+	tests := []struct {
+		body string
+		id   string
+		ttl  int64
+		ok   bool
+	}{
+		{`{"jsonrpc":"2.0","id":3,"result":{"resultType":"task","taskId":"t-9","status":"working","ttlMs":60000}}`, "t-9", 60000, true},
+		{`{"jsonrpc":"2.0","id":3,"result":{"taskId":"t-9","resultType":"task"}}`, "t-9", 0, true},
+		{`{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","content":[]}}`, "", 0, false},
+		{`{"jsonrpc":"2.0","id":3,"result":{"resultType":"task"}}`, "", 0, false},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"taskId":"x"}}`, "", 0, false},
+		{`not json`, "", 0, false},
+	}
+	for _, tt := range tests {
+		id, ttl, ok := ParseTaskResult([]byte(tt.body))
+		if id != tt.id || ttl != tt.ttl || ok != tt.ok {
+			t.Errorf("ParseTaskResult(%s) = %q, %d, %v; want %q, %d, %v", tt.body, id, ttl, ok, tt.id, tt.ttl, tt.ok)
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package config
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+
+	"github.com/mcpfleet/mcpfleet/internal/session"
+	"go.yaml.in/yaml/v3"
+)
+
+// Secret is what the secret file holds: the session keyring (current key
+// first) and the salt of routing keys. Its bytes never reach a log, an error
+// or a metric.
+type Secret struct {
+	Keys []session.Key
+	Salt []byte
+}
+
+type secretFile struct {
+	SessionKeys []struct {
+		ID  int    `yaml:"id"`
+		Key string `yaml:"key"`
+	} `yaml:"session_keys"`
+	RoutingSalt string `yaml:"routing_salt"`
+}
+
+var yamlLine = regexp.MustCompile(`line \d+`)
+
+// ReadSecret reads a secret file. It refuses a file that group or others may
+// read, and reports what is wrong without echoing any of the file's values.
+func ReadSecret(path string) (Secret, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return Secret{}, fmt.Errorf("reading secret file: %w", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return Secret{}, fmt.Errorf("secret file %s: readable by group or others (mode %04o); chmod 600 it", path, perm)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Secret{}, fmt.Errorf("reading secret file: %w", err)
+	}
+	s, err := parseSecret(b)
+	if err != nil {
+		return Secret{}, fmt.Errorf("secret file %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func parseSecret(b []byte) (Secret, error) {
+	var f secretFile
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		where := yamlLine.FindString(err.Error()) // the position only: never the values
+		if where == "" {
+			where = "file"
+		}
+		return Secret{}, fmt.Errorf("%s: not a valid secret file (want session_keys and routing_salt, docs/CONFIG.md)", where)
+	}
+	if len(f.SessionKeys) == 0 {
+		return Secret{}, fmt.Errorf("session_keys: at least one key is required")
+	}
+	var s Secret
+	seen := map[int]bool{}
+	for i, k := range f.SessionKeys {
+		if k.ID < 0 || k.ID > 255 || seen[k.ID] {
+			return Secret{}, fmt.Errorf("session_keys[%d].id: want a unique id from 0 to 255", i)
+		}
+		seen[k.ID] = true
+		raw, err := base64.StdEncoding.DecodeString(k.Key)
+		if err != nil || len(raw) != 32 {
+			return Secret{}, fmt.Errorf("session_keys[%d].key: want 32 bytes in base64", i)
+		}
+		key := session.Key{ID: uint8(k.ID)}
+		copy(key.Secret[:], raw)
+		s.Keys = append(s.Keys, key)
+	}
+	salt, err := base64.StdEncoding.DecodeString(f.RoutingSalt)
+	if err != nil || len(salt) < 16 {
+		return Secret{}, fmt.Errorf("routing_salt: want at least 16 bytes in base64")
+	}
+	s.Salt = salt
+	return s, nil
+}
+
+// RandomSecret returns a fresh secret: one key with id 1 and a 32-byte salt.
+func RandomSecret(rnd io.Reader) (Secret, error) {
+	s := Secret{Keys: []session.Key{{ID: 1}}, Salt: make([]byte, 32)}
+	if _, err := io.ReadFull(rnd, s.Keys[0].Secret[:]); err != nil {
+		return Secret{}, fmt.Errorf("making secret: %w", err)
+	}
+	if _, err := io.ReadFull(rnd, s.Salt); err != nil {
+		return Secret{}, fmt.Errorf("making secret: %w", err)
+	}
+	return s, nil
+}
+
+// WriteSecretFile writes s in the secret file's format.
+func WriteSecretFile(w io.Writer, s Secret) error {
+	var b bytes.Buffer
+	b.WriteString("# mcpfleet secret file: keep it mode 0600 and out of version control.\n")
+	b.WriteString("# The first session key seals new session IDs; later ones still open old ones.\n")
+	b.WriteString("session_keys:\n")
+	for _, k := range s.Keys {
+		fmt.Fprintf(&b, "  - id: %d\n    key: %s\n", k.ID, base64.StdEncoding.EncodeToString(k.Secret[:]))
+	}
+	fmt.Fprintf(&b, "routing_salt: %s\n", base64.StdEncoding.EncodeToString(s.Salt))
+	_, err := w.Write(b.Bytes())
+	return err
+}
+

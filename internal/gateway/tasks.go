@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
+)
+
+// The tasks extension (SEP-2663) lets a replica answer a tools/call with a
+// task ({"resultType":"task","taskId":...}) that the client then polls and
+// cancels with tasks/* requests naming the task (Mcp-Name: the task id). Only
+// the replica that runs the task knows it, so the gateway remembers the
+// replica of every task it sees created and routes tasks/* there.
+
+// defaultTaskTTL is how long a task is remembered when its answer gives no
+// ttlMs.
+const defaultTaskTTL = time.Hour
+
+// taskReplica returns the replica of a tasks/* request's task, or nil.
+func (g *Gateway) taskReplica(q *request, snap *upstream.Snapshot) *upstream.Replica {
+	if q.era != mcpmsg.EraStateless || !strings.HasPrefix(q.msg.Method, "tasks/") || q.msg.Name == "" {
+		return nil
+	}
+	name, ok := g.tasks.Get(q.msg.Name, time.Now())
+	if !ok {
+		return nil
+	}
+	return snap.Lookup(name)
+}
+
+// watchesTasks reports whether a request's answer may create a task.
+func watchesTasks(q *request) bool {
+	return q.era == mcpmsg.EraStateless && q.msg.Method == "tools/call"
+}
+
+// noteTask records the task an answer creates, if it creates one. msg is one
+// JSON-RPC message from the replica (a JSON body or an SSE event's data).
+func (g *Gateway) noteTask(msg []byte, replica string) {
+	id, ttl, ok := mcpmsg.ParseTaskResult(msg)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	life := defaultTaskTTL
+	if ttl > 0 {
+		life = time.Duration(ttl) * time.Millisecond
+	}
+	g.tasks.Put(id, replica, now, now.Add(life))
+}

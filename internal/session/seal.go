@@ -1,0 +1,141 @@
+package session
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// A sealed session ID is what the client holds instead of the replica's own
+// Mcp-Session-Id: the replica's name, the replica's session ID and the issue
+// time, encrypted and authenticated with AES-256-GCM. Any gateway process
+// with the key opens it and knows where the session lives, so the gateway
+// keeps no session table and survives restarts (seed 002); nobody without
+// the key can read the fleet's topology from it or forge one.
+//
+// Layout, then base64url without padding:
+//
+//	version (1) | key id (1) | nonce (12) | seal(issued unix s (8) | len(replica) (1) | replica | session ID)
+//
+// version and key id are authenticated as additional data. The result is
+// visible ASCII, as Mcp-Session-Id requires (2025-11-25 transports).
+
+const (
+	sealVersion = 1
+	headerLen   = 2
+	nonceLen    = 12
+	// MaxTokenLen bounds what Open will look at; longer IDs are malformed.
+	MaxTokenLen = 1024
+)
+
+// Errors from Open, one per reason a session ID is refused; each is answered
+// 404 with -32001 so the client re-initializes.
+var (
+	ErrMalformed  = errors.New("opening session id: malformed")
+	ErrUnknownKey = errors.New("opening session id: unknown or retired key")
+	ErrTampered   = errors.New("opening session id: authentication failed")
+)
+
+// Key is one key of the ring: an id that travels in the sealed ID, and 32
+// bytes of secret.
+type Key struct {
+	ID     uint8
+	Secret [32]byte
+}
+
+// Keyring seals with its current key and opens with any of its keys, so that
+// keys rotate without dropping sessions: add a new current key, keep the old
+// one as previous until the sessions it sealed have ended, then retire it.
+type Keyring struct {
+	current uint8
+	aeads   [256]cipher.AEAD // by key id; nil for ids not in the ring
+}
+
+// NewKeyring returns a ring whose first key is the current one. Key ids must
+// be unique.
+func NewKeyring(keys []Key) (*Keyring, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("building keyring: no keys")
+	}
+	k := &Keyring{current: keys[0].ID}
+	for _, key := range keys {
+		if k.aeads[key.ID] != nil {
+			return nil, fmt.Errorf("building keyring: duplicate key id %d", key.ID)
+		}
+		block, err := aes.NewCipher(key.Secret[:])
+		if err != nil {
+			return nil, fmt.Errorf("building keyring: %w", err)
+		}
+		if k.aeads[key.ID], err = cipher.NewGCM(block); err != nil {
+			return nil, fmt.Errorf("building keyring: %w", err)
+		}
+	}
+	return k, nil
+}
+
+// Claims is what a sealed session ID holds.
+type Claims struct {
+	Replica   string    // the replica's name (or address, for a discovered one)
+	SessionID string    // the replica's own Mcp-Session-Id
+	Issued    time.Time // when the gateway sealed it (second precision)
+}
+
+// Seal returns the sealed session ID for c. rnd supplies the nonce
+// (crypto/rand.Reader in production). The replica name must be 1 to 255
+// bytes.
+func (k *Keyring) Seal(c Claims, rnd io.Reader) (string, error) {
+	if len(c.Replica) == 0 || len(c.Replica) > 255 {
+		return "", fmt.Errorf("sealing session id: replica name of %d bytes", len(c.Replica))
+	}
+	aead := k.aeads[k.current]
+	plain := make([]byte, 0, 9+len(c.Replica)+len(c.SessionID))
+	plain = binary.BigEndian.AppendUint64(plain, uint64(c.Issued.Unix()))
+	plain = append(plain, byte(len(c.Replica)))
+	plain = append(plain, c.Replica...)
+	plain = append(plain, c.SessionID...)
+	raw := make([]byte, headerLen+nonceLen, headerLen+nonceLen+len(plain)+aead.Overhead())
+	raw[0], raw[1] = sealVersion, k.current
+	if _, err := io.ReadFull(rnd, raw[headerLen:]); err != nil {
+		return "", fmt.Errorf("sealing session id: reading nonce: %w", err)
+	}
+	raw = aead.Seal(raw, raw[headerLen:headerLen+nonceLen], plain, raw[:headerLen])
+	return base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// Open checks and decrypts a sealed session ID. It refuses anything it did
+// not seal: malformed input, a key id not in the ring (or retired), and any
+// change to a single bit.
+func (k *Keyring) Open(token string) (Claims, error) {
+	var buf [MaxTokenLen]byte
+	if len(token) > MaxTokenLen || base64.RawURLEncoding.DecodedLen(len(token)) > len(buf) {
+		return Claims{}, ErrMalformed
+	}
+	n, err := base64.RawURLEncoding.Decode(buf[:], []byte(token))
+	if err != nil || n < headerLen+nonceLen+16+9 || buf[0] != sealVersion {
+		return Claims{}, ErrMalformed
+	}
+	raw := buf[:n]
+	aead := k.aeads[raw[1]]
+	if aead == nil {
+		return Claims{}, ErrUnknownKey
+	}
+	plain, err := aead.Open(raw[headerLen+nonceLen:headerLen+nonceLen], raw[headerLen:headerLen+nonceLen],
+		raw[headerLen+nonceLen:], raw[:headerLen])
+	if err != nil {
+		return Claims{}, ErrTampered
+	}
+	nameLen := int(plain[8])
+	if nameLen == 0 || len(plain) < 9+nameLen {
+		return Claims{}, ErrMalformed // authentic, so only a bug of ours could make this
+	}
+	return Claims{
+		Issued:    time.Unix(int64(binary.BigEndian.Uint64(plain)), 0),
+		Replica:   string(plain[9 : 9+nameLen]),
+		SessionID: string(plain[9+nameLen:]),
+	}, nil
+}

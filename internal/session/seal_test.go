@@ -1,0 +1,182 @@
+package session
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func testKey(id uint8, fill byte) Key {
+	k := Key{ID: id}
+	for i := range k.Secret {
+		k.Secret[i] = fill + byte(i)
+	}
+	return k
+}
+
+func mustRing(t testing.TB, keys ...Key) *Keyring {
+	t.Helper()
+	k, err := NewKeyring(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestSealOpenRoundTrip(t *testing.T) {
+	k := mustRing(t, testKey(7, 1))
+	c := Claims{Replica: "replica-b", SessionID: "ABCDEF0123456789ABCDEF0123", Issued: time.Unix(1_800_000_000, 0)}
+	tok, err := k.Seal(c, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tok {
+		if r < 0x21 || r > 0x7e {
+			t.Fatalf("sealed id has a non-visible-ASCII byte %q", r)
+		}
+	}
+	if strings.Contains(tok, c.SessionID) || strings.Contains(tok, c.Replica) {
+		t.Fatal("sealed id shows the replica or its session id")
+	}
+	got, err := k.Open(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, got); diff != "" {
+		t.Errorf("claims (-sealed +opened):\n%s", diff)
+	}
+	again, _ := k.Seal(c, rand.Reader)
+	if again == tok {
+		t.Error("two seals of the same claims are equal: the nonce is not fresh")
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	old, cur := testKey(1, 10), testKey(2, 20)
+	sealer := mustRing(t, old)
+	tok, err := sealer.Seal(Claims{Replica: "a", SessionID: "s"}, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(tok)
+	flip := func(i int) string {
+		b := bytes.Clone(raw)
+		b[i] ^= 0x01
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	otherSecret := testKey(1, 99) // same id, another secret
+	tests := []struct {
+		name  string
+		ring  *Keyring
+		token string
+		want  error
+	}{
+		{"rotated: old key still opens", mustRing(t, cur, old), tok, nil},
+		{"retired key", mustRing(t, cur), tok, ErrUnknownKey},
+		{"same id, other secret", mustRing(t, otherSecret), tok, ErrTampered},
+		{"flipped key id", mustRing(t, old, testKey(0, 5)), flip(1), ErrTampered},
+		{"flipped nonce", mustRing(t, old), flip(5), ErrTampered},
+		{"flipped ciphertext", mustRing(t, old), flip(len(raw) - 1), ErrTampered},
+		{"bad version", mustRing(t, old), flip(0), ErrMalformed},
+		{"not base64", mustRing(t, old), "not*base64!", ErrMalformed},
+		{"empty", mustRing(t, old), "", ErrMalformed},
+		{"a replica's own id", mustRing(t, old), "3NRFVAR2TUVYLCLWHDE5YSBRMN", ErrMalformed},
+		{"too long", mustRing(t, old), strings.Repeat("A", MaxTokenLen+1), ErrMalformed},
+		{"truncated", mustRing(t, old), tok[:len(tok)-4], ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.ring.Open(tt.token)
+			if !errors.Is(err, tt.want) && !(tt.want == nil && err == nil) {
+				t.Errorf("Open = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewKeyringRefuses(t *testing.T) {
+	if _, err := NewKeyring(nil); err == nil {
+		t.Error("empty ring accepted")
+	}
+	if _, err := NewKeyring([]Key{testKey(3, 1), testKey(3, 2)}); err == nil {
+		t.Error("duplicate key ids accepted")
+	}
+	k := mustRing(t, testKey(1, 1))
+	if _, err := k.Seal(Claims{Replica: ""}, rand.Reader); err == nil {
+		t.Error("empty replica name sealed")
+	}
+	if _, err := k.Seal(Claims{Replica: strings.Repeat("r", 256)}, rand.Reader); err == nil {
+		t.Error("256-byte replica name sealed")
+	}
+}
+
+// FuzzOpen feeds the opener untrusted session IDs: it never panics, refuses
+// with one of its three reasons, and opens only what was sealed.
+func FuzzOpen(f *testing.F) {
+	k := mustRing(f, testKey(1, 1))
+	good, _ := k.Seal(Claims{Replica: "a", SessionID: "s", Issued: time.Unix(5, 0)}, rand.Reader)
+	f.Add(good)
+	f.Add("")
+	f.Add("AQE")
+	f.Add(strings.Repeat("_", 200))
+	f.Fuzz(func(t *testing.T, token string) {
+		c, err := k.Open(token)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownKey) && !errors.Is(err, ErrTampered) {
+				t.Fatalf("Open error %v is not one of the three reasons", err)
+			}
+			return
+		}
+		if token != good && !(c.Replica == "a" && c.SessionID == "s") {
+			t.Fatalf("Open accepted a forged id %q -> %+v", token, c)
+		}
+	})
+}
+
+// FuzzSealOpen: whatever the claims, sealing then opening gives them back.
+func FuzzSealOpen(f *testing.F) {
+	k := mustRing(f, testKey(9, 3))
+	f.Add("replica-a", "sess", int64(1_800_000_000))
+	f.Fuzz(func(t *testing.T, replica, sid string, issued int64) {
+		if len(replica) == 0 || len(replica) > 255 || len(sid) > 600 {
+			return
+		}
+		c := Claims{Replica: replica, SessionID: sid, Issued: time.Unix(issued, 0)}
+		tok, err := k.Seal(c, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := k.Open(tok)
+		if err != nil || got != c {
+			t.Fatalf("round trip: %+v, %v; sealed %+v", got, err, c)
+		}
+	})
+}
+
+func BenchmarkOpen(b *testing.B) {
+	k := mustRing(b, testKey(1, 1))
+	tok, _ := k.Seal(Claims{Replica: "replica-a", SessionID: "ABCDEF0123456789ABCDEF0123", Issued: time.Now()}, rand.Reader)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.Open(tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSeal(b *testing.B) {
+	k := mustRing(b, testKey(1, 1))
+	c := Claims{Replica: "replica-a", SessionID: "ABCDEF0123456789ABCDEF0123", Issued: time.Now()}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.Seal(c, rand.Reader); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
