@@ -102,7 +102,9 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { run(ctx, []string{"testserver", "--listen", backend, "--name", "a"}, &lockedBuffer{}, &lockedBuffer{}) })
+	wg.Go(func() {
+		run(ctx, []string{"testserver", "--listen", backend, "--name", "a"}, &lockedBuffer{}, &lockedBuffer{})
+	})
 	addr, admin := freeAddr(t), freeAddr(t)
 	sctx, stop := context.WithCancel(context.Background())
 	var code int

@@ -113,4 +113,3 @@ func WriteSecretFile(w io.Writer, s Secret) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
-

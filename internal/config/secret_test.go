@@ -41,7 +41,7 @@ func TestSecretRoundTrip(t *testing.T) {
 
 func TestReadSecretRefuses(t *testing.T) {
 	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // 32 bytes
-	const salt = "c2FsdHNhbHRzYWx0c2FsdA=="                     // 16 bytes
+	const salt = "c2FsdHNhbHRzYWx0c2FsdA=="                    // 16 bytes
 	good := "session_keys:\n  - id: 2\n    key: " + key + "\n  - id: 1\n    key: " + key + "\nrouting_salt: " + salt + "\n"
 	if _, err := ReadSecret(writeFile(t, good, 0o600)); err != nil {
 		t.Fatalf("a good file was refused: %v", err)

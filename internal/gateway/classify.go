@@ -18,7 +18,7 @@ type request struct {
 	sessionID string // Mcp-Session-Id as the client holds it (sealed), "" when absent
 	// upstreamSession is the replica's own session ID, opened from sessionID.
 	upstreamSession string
-	label     string // the JSON-RPC method as metrics show it
+	label           string // the JSON-RPC method as metrics show it
 }
 
 // id returns the request's raw JSON-RPC id for error answers.
