@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
@@ -25,7 +26,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	admin := fs.String("admin", "", "admin listener `address` for /metrics (default off)")
 	var ups listFlag
 	fs.Var(&ups, "upstream", "replica MCP endpoint `URL` (repeatable); replaces the config's upstreams")
-	bal := fs.String("balance", "", "least-inflight or round-robin (default least-inflight)")
+	bal := fs.String("balance", "", "hash, least-inflight or round-robin (default hash)")
+	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of proxies trusted to name the client (needs --trusted-proxy-header)")
+	proxyHeader := fs.String("trusted-proxy-header", "", "`header` trusted proxies name the client in, e.g. X-Forwarded-For")
 	keep := fs.Duration("keepalive", -1, "SSE keep-alive interval; 0 turns it off (default 15s)")
 	level := fs.String("log-level", "", "debug, info, warn or error (default info)")
 	secret := fs.String("secret-file", "", "session keys and routing salt `file` (mode 0600; 'mcpfleet secret' makes one)")
@@ -49,6 +52,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	set(&cfg.Balance, *bal)
 	set(&cfg.LogLevel, *level)
 	set(&cfg.SecretFile, *secret)
+	set(&cfg.TrustedProxyHeader, *proxyHeader)
+	if *proxies != "" {
+		cfg.TrustedProxies = strings.Split(*proxies, ",")
+	}
 	if *keep >= 0 {
 		cfg.KeepAlive = config.Duration(*keep)
 	}

@@ -3,7 +3,11 @@
 // arguments, so the gateway and the simulator run the same decisions.
 package balance
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mcpfleet/mcpfleet/internal/ring"
+)
 
 // View is what picking needs to know of the fleet. upstream.Snapshot
 // implements it; so does the simulator's fleet.
@@ -18,9 +22,13 @@ type Policy uint8
 
 // The policies.
 const (
+	// Hash picks by consistent hashing of the caller's routing key with
+	// bounded loads: the same caller keeps its replica while that replica
+	// is not over (1+epsilon) times the average load (the zero value).
+	Hash Policy = iota
 	// LeastInFlight picks the eligible replica with the fewest requests in
 	// flight, breaking ties at random.
-	LeastInFlight Policy = iota
+	LeastInFlight
 	// RoundRobin picks eligible replicas in turn.
 	RoundRobin
 )
@@ -28,30 +36,49 @@ const (
 // ParsePolicy reads a policy name as configuration spells it.
 func ParsePolicy(s string) (Policy, error) {
 	switch s {
-	case "least-inflight", "":
+	case "hash", "":
+		return Hash, nil
+	case "least-inflight":
 		return LeastInFlight, nil
 	case "round-robin":
 		return RoundRobin, nil
 	}
-	return 0, fmt.Errorf("unknown balance policy %q (want least-inflight or round-robin)", s)
+	return 0, fmt.Errorf("unknown balance policy %q (want hash, least-inflight or round-robin)", s)
 }
 
 // String returns the policy's configuration name.
 func (p Policy) String() string {
-	if p == RoundRobin {
+	switch p {
+	case RoundRobin:
 		return "round-robin"
+	case LeastInFlight:
+		return "least-inflight"
 	}
-	return "least-inflight"
+	return "hash"
+}
+
+// Input is what a pick depends on besides the fleet: all of it comes from
+// the caller, so picking stays pure.
+type Input struct {
+	Seq     uint64     // a counter the caller advances per pick (round-robin)
+	Rnd     uint64     // a random number (least-inflight tie-breaking)
+	Key     uint64     // the caller's routing key (hash)
+	Ring    *ring.Ring // the ring over the View's members, in the same order (hash)
+	Epsilon float64    // the load bound of hash; <= 0 turns it off
 }
 
 // Pick returns the index of the replica to take new work, or -1 when no
-// eligible replica is left. seq is a counter the caller advances per pick
-// (round-robin), rnd a random number (tie-breaking). Indices in skip are
-// never picked: they are replicas this request already failed to reach.
-func Pick(p Policy, v View, seq, rnd uint64, skip []int) int {
+// eligible replica is left. Indices in skip are never picked: they are
+// replicas this request already failed to reach. Hash without a ring falls
+// back to least-inflight.
+func Pick(p Policy, v View, in Input, skip []int) int {
 	n := v.Len()
 	if n == 0 {
 		return -1
+	}
+	seq, rnd := in.Seq, in.Rnd
+	if p == Hash && in.Ring != nil && in.Ring.Len() == n {
+		return in.Ring.Pick(in.Key, v, in.Epsilon, skip)
 	}
 	if p == RoundRobin {
 		start := int(seq % uint64(n))

@@ -1,6 +1,10 @@
 package balance
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/mcpfleet/mcpfleet/internal/ring"
+)
 
 type fleet struct {
 	load     []int64
@@ -31,7 +35,7 @@ func TestPick(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Pick(tt.p, tt.f, tt.seq, tt.rnd, tt.skip); got != tt.want {
+			if got := Pick(tt.p, tt.f, Input{Seq: tt.seq, Rnd: tt.rnd}, tt.skip); got != tt.want {
 				t.Errorf("Pick = %d, want %d", got, tt.want)
 			}
 		})
@@ -42,7 +46,7 @@ func TestRoundRobinSpreadsEvenly(t *testing.T) {
 	f := fleet{load: make([]int64, 3)}
 	counts := make([]int, 3)
 	for seq := range uint64(30) {
-		counts[Pick(RoundRobin, f, seq, 0, nil)]++
+		counts[Pick(RoundRobin, f, Input{Seq: seq}, nil)]++
 	}
 	for i, c := range counts {
 		if c != 10 {
@@ -69,7 +73,7 @@ func TestMayRetry(t *testing.T) {
 }
 
 func TestParsePolicy(t *testing.T) {
-	for _, s := range []string{"round-robin", "least-inflight"} {
+	for _, s := range []string{"hash", "round-robin", "least-inflight"} {
 		p, err := ParsePolicy(s)
 		if err != nil || p.String() != s {
 			t.Errorf("ParsePolicy(%q) = %v, %v", s, p, err)
@@ -83,6 +87,30 @@ func TestParsePolicy(t *testing.T) {
 func BenchmarkPickLeastInFlight(b *testing.B) {
 	f := fleet{load: []int64{3, 1, 4, 1, 5, 9, 2, 6}}
 	for i := 0; b.Loop(); i++ {
-		Pick(LeastInFlight, f, uint64(i), uint64(i), nil)
+		Pick(LeastInFlight, f, Input{Seq: uint64(i), Rnd: uint64(i)}, nil)
+	}
+}
+
+// TestHashKeepsCallersAndBoundsLoad: under Hash a caller's key maps to one
+// replica; when that replica is over the bound, work passes on.
+func TestHashKeepsCallersAndBoundsLoad(t *testing.T) {
+	r, err := ring.New([]string{"a", "b", "c"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := fleet{load: []int64{0, 0, 0}}
+	home := Pick(Hash, idle, Input{Key: 42, Ring: r, Epsilon: 0.25}, nil)
+	for range 5 {
+		if got := Pick(Hash, idle, Input{Key: 42, Ring: r, Epsilon: 0.25, Seq: 9, Rnd: 7}, nil); got != home {
+			t.Fatalf("same key moved from %d to %d", home, got)
+		}
+	}
+	busy := fleet{load: []int64{3, 3, 3}}
+	busy.load[home] = 30
+	if got := Pick(Hash, busy, Input{Key: 42, Ring: r, Epsilon: 0.25}, nil); got == home {
+		t.Errorf("an overloaded home replica (30 vs 3) still took the work")
+	}
+	if got := Pick(Hash, idle, Input{Key: 42}, nil); got < 0 {
+		t.Errorf("hash without a ring picked nothing")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"go.yaml.in/yaml/v3"
 )
@@ -29,8 +30,16 @@ type Config struct {
 	Path string `yaml:"path"`
 	// Upstreams are the replicas.
 	Upstreams []Upstream `yaml:"upstreams"`
-	// Balance is least-inflight or round-robin.
+	// Balance is hash, least-inflight or round-robin.
 	Balance string `yaml:"balance"`
+	// HashEpsilon is the hash policy's load bound: a replica over
+	// (1+HashEpsilon) x the average in flight passes new work on; 0 turns
+	// the bound off.
+	HashEpsilon float64 `yaml:"hash_epsilon"`
+	// TrustedProxies may name the client in TrustedProxyHeader.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// TrustedProxyHeader is the header trusted proxies name the client in.
+	TrustedProxyHeader string `yaml:"trusted_proxy_header"`
 	// KeepAlive is the SSE keep-alive interval; 0 turns keep-alives off.
 	KeepAlive Duration `yaml:"keepalive"`
 	// Retries bounds moves of an undelivered request to another replica.
@@ -77,7 +86,8 @@ func Default() Config {
 	return Config{
 		Listen:            "127.0.0.1:8080",
 		Path:              "/mcp",
-		Balance:           "least-inflight",
+		Balance:           "hash",
+		HashEpsilon:       0.25,
 		KeepAlive:         Duration(15 * time.Second),
 		Retries:           1,
 		MaxBodyBytes:      4 << 20,
@@ -151,6 +161,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := balance.ParsePolicy(c.Balance); err != nil {
 		bad("balance", "%v", err)
+	}
+	if c.HashEpsilon < 0 || c.HashEpsilon > 10 {
+		bad("hash_epsilon", "must be between 0 and 10, got %v", c.HashEpsilon)
+	}
+	if _, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader); err != nil {
+		bad("trusted_proxies", "%v", err)
 	}
 	nonNeg(bad, "keepalive", time.Duration(c.KeepAlive))
 	if c.Retries < 0 || c.Retries > 10 {

@@ -59,6 +59,10 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"bad log level", base + "log_level: loud\n", "log_level"},
 		{"retries out of range", base + "retries: 99\n", "retries"},
 		{"bad path", base + "path: mcp\n", "path"},
+		{"proxies without header", base + "trusted_proxies: [10.0.0.0/8]\n", "trusted_proxies"},
+		{"header without proxies", base + "trusted_proxy_header: X-Forwarded-For\n", "trusted_proxies"},
+		{"bad proxy cidr", base + "trusted_proxies: [10.0.0.0/99]\ntrusted_proxy_header: X-Forwarded-For\n", "trusted_proxies"},
+		{"negative epsilon", base + "hash_epsilon: -1\n", "hash_epsilon"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

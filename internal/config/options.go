@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
@@ -16,6 +17,13 @@ import (
 // random keys.
 func (c *Config) GatewayOptions() (*gateway.Options, error) {
 	o := c.gatewayOptions()
+	if len(c.TrustedProxies) > 0 {
+		p, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader)
+		if err != nil {
+			return nil, fmt.Errorf("trusted_proxies: %w", err)
+		}
+		o.Proxies = p
+	}
 	if c.SecretFile == "" {
 		return o, nil
 	}
@@ -36,6 +44,10 @@ func (c *Config) gatewayOptions() *gateway.Options {
 	if keep == 0 {
 		keep = -1 // off
 	}
+	eps := c.HashEpsilon
+	if eps == 0 {
+		eps = -1 // off
+	}
 	retries := c.Retries
 	if retries == 0 {
 		retries = -1 // never
@@ -43,6 +55,7 @@ func (c *Config) gatewayOptions() *gateway.Options {
 	return &gateway.Options{
 		Path:            c.Path,
 		Balance:         p,
+		HashEpsilon:     eps,
 		KeepAlive:       keep,
 		MaxBodyBytes:    c.MaxBodyBytes,
 		MaxEventBytes:   c.MaxEventBytes,

@@ -27,6 +27,7 @@ type Gateway struct {
 	fleet    *upstream.Fleet
 	keys     *session.Keyring // seals and opens legacy session IDs
 	tasks    *session.Tasks   // 2026-07-28 task -> replica
+	aff      *affinity        // routing keys and rings for the hash policy
 	fwd      forwarder
 	log      *slog.Logger
 	metrics  *Metrics
@@ -54,8 +55,13 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		}
 		log.Warn("no session key configured: using a random one; sessions will not survive a restart and other gateway processes cannot open them")
 	}
+	aff, err := newAffinity(&o)
+	if err != nil {
+		return nil, err
+	}
 	base, cancel := context.WithCancel(context.Background())
 	g := &Gateway{
+		aff:    aff,
 		opts:   o,
 		fleet:  fleet,
 		keys:   keys,

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 )
 
@@ -13,8 +14,16 @@ type Options struct {
 	// Path is where the MCP endpoint is served; "" means "/mcp".
 	Path string
 	// Balance is how new sessions and 2026-07-28 requests spread over the
-	// fleet; the zero value is least-inflight.
+	// fleet; the zero value is hash (consistent hashing of the caller with
+	// bounded loads).
 	Balance balance.Policy
+	// HashEpsilon is the load bound of the hash policy: a replica with more
+	// than (1+HashEpsilon) times the average in flight passes new work on.
+	// 0 means 0.25; a negative value turns the bound off.
+	HashEpsilon float64
+	// Proxies are the peers trusted to name the client in a header, for the
+	// address of callers without a credential; nil trusts nobody.
+	Proxies *identity.Proxies
 	// KeepAlive is the interval of SSE keep-alive comments on every relayed
 	// stream; 0 means 15 s, a negative value turns them off.
 	KeepAlive time.Duration
@@ -68,6 +77,12 @@ func (o *Options) withDefaults() Options {
 	def(&v.DialTimeout, 5*time.Second)
 	if v.MaxBodyBytes == 0 {
 		v.MaxBodyBytes = 4 << 20
+	}
+	switch {
+	case v.HashEpsilon == 0:
+		v.HashEpsilon = 0.25
+	case v.HashEpsilon < 0:
+		v.HashEpsilon = 0
 	}
 	if v.MaxEventBytes == 0 {
 		v.MaxEventBytes = 16 << 20

@@ -161,6 +161,9 @@ func TestReplicaRestartGives404ThenNewSession(t *testing.T) {
 	r := newRaw(t, "http://"+front+"/mcp", "2025-11-25")
 	r.initialize()
 	stop()
+	// A restart takes a while; meanwhile the gateway's pool notices that the
+	// old process closed its kept-alive connections.
+	time.Sleep(200 * time.Millisecond)
 	s2, _ := testserver.New("only", &testserver.Options{Era: testserver.Era2025})
 	serveOn(t, addr, s2.Handler())
 	resp := r.post(context.Background(), 2, "tools/list", nil, nil)

@@ -85,10 +85,14 @@ func (g *Gateway) forwardAsync(ctx context.Context, r *http.Request, q *request,
 // success the replica is returned acquired: the caller releases it.
 func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t target, rec *record) (*http.Response, *upstream.Replica, *mcpmsg.Error) {
 	var tried []int
+	var in balance.Input
+	if t.pinned == nil {
+		in = g.pickInput(r, t.snap)
+	}
 	for retries := 0; ; retries++ {
 		rep, idx := t.pinned, -1
 		if rep == nil {
-			idx = balance.Pick(g.opts.Balance, t.snap, g.seq.Add(1)-1, g.random(), tried)
+			idx = balance.Pick(g.opts.Balance, t.snap, in, tried)
 			if idx < 0 {
 				if retries == 0 {
 					return nil, nil, errNoReplica
@@ -123,6 +127,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 		}
 		g.metrics.retries.Inc()
 		tried = append(tried, idx)
+		in.Seq++
 	}
 }
 
