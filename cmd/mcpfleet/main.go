@@ -22,6 +22,7 @@ commands:
   demo         run a whole local fleet (three test servers and the gateway)
   testserver   run one MCP test server (official Go SDK), both protocol eras
   secret       print a new secret file (session keys, routing salt) for serve
+  probe        prove what a load balancer does with affinity: stickiness, spread, moves
 
 Run 'mcpfleet <command> -h' for a command's flags.
 `
@@ -44,6 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"demo":       runDemo,
 		"testserver": runTestserver,
 		"secret":     runSecret,
+		"probe":      runProbe,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

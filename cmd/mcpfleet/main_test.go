@@ -42,6 +42,8 @@ func TestUsageErrors(t *testing.T) {
 		{"serve stray argument", []string{"serve", "extra"}, 2, "unexpected argument"},
 		{"testserver bad era", []string{"testserver", "--era", "1999"}, 2, "era"},
 		{"demo too many replicas", []string{"demo", "--replicas", "40"}, 2, "replicas"},
+		{"probe without url", []string{"probe"}, 2, "--url"},
+		{"probe bad expect", []string{"probe", "--url", "http://127.0.0.1:1/mcp", "--expect", "x"}, 2, "expect"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

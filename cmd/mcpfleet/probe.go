@@ -99,11 +99,15 @@ func parseProbeFlags(args []string, stderr io.Writer) (*probeFlags, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
-	switch {
-	case o.URL == "":
+	if o.URL == "" {
 		return nil, usageError{errors.New("--url: required")}
-	case o.Identities < 1, o.Requests < 1, o.Concurrency < 1:
-		return nil, usageError{errors.New("--identities, --requests and --concurrency: must be at least 1")}
+	}
+	for name, v := range map[string]int{"identities": o.Identities, "requests": o.Requests, "concurrency": o.Concurrency} {
+		if v < 1 {
+			return nil, usageError{fmt.Errorf("--%s %d: must be at least 1", name, v)}
+		}
+	}
+	switch {
 	case o.Timeout <= 0:
 		return nil, usageError{errors.New("--timeout: must be positive")}
 	case o.TokenPrefix == "":

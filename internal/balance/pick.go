@@ -65,6 +65,9 @@ type Input struct {
 	Key     uint64     // the caller's routing key (hash)
 	Ring    *ring.Ring // the ring over the View's members, in the same order (hash)
 	Epsilon float64    // the load bound of hash; <= 0 turns it off
+	// MinLoad is the floor under the bound: a replica with fewer requests
+	// in flight keeps its callers whatever the average.
+	MinLoad int64
 }
 
 // Pick returns the index of the replica to take new work, or -1 when no
@@ -78,7 +81,7 @@ func Pick(p Policy, v View, in Input, skip []int) int {
 	}
 	seq, rnd := in.Seq, in.Rnd
 	if p == Hash && in.Ring != nil && in.Ring.Len() == n {
-		return in.Ring.Pick(in.Key, v, in.Epsilon, skip)
+		return in.Ring.PickFloor(in.Key, v, in.Epsilon, in.MinLoad, skip)
 	}
 	if p == RoundRobin {
 		start := int(seq % uint64(n))

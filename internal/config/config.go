@@ -36,6 +36,9 @@ type Config struct {
 	// (1+HashEpsilon) x the average in flight passes new work on; 0 turns
 	// the bound off.
 	HashEpsilon float64 `yaml:"hash_epsilon"`
+	// HashMinLoad is the floor under the bound: a replica with fewer
+	// requests in flight keeps its callers; 0 means no floor.
+	HashMinLoad int64 `yaml:"hash_min_load"`
 	// TrustedProxies may name the client in TrustedProxyHeader.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// TrustedProxyHeader is the header trusted proxies name the client in.
@@ -88,6 +91,7 @@ func Default() Config {
 		Path:              "/mcp",
 		Balance:           "hash",
 		HashEpsilon:       0.25,
+		HashMinLoad:       10,
 		KeepAlive:         Duration(15 * time.Second),
 		Retries:           1,
 		MaxBodyBytes:      4 << 20,
@@ -164,6 +168,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HashEpsilon < 0 || c.HashEpsilon > 10 {
 		bad("hash_epsilon", "must be between 0 and 10, got %v", c.HashEpsilon)
+	}
+	if c.HashMinLoad < 0 {
+		bad("hash_min_load", "must not be negative, got %d", c.HashMinLoad)
 	}
 	if _, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader); err != nil {
 		bad("trusted_proxies", "%v", err)

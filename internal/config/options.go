@@ -48,6 +48,10 @@ func (c *Config) gatewayOptions() *gateway.Options {
 	if eps == 0 {
 		eps = -1 // off
 	}
+	minLoad := c.HashMinLoad
+	if minLoad == 0 {
+		minLoad = -1 // no floor
+	}
 	retries := c.Retries
 	if retries == 0 {
 		retries = -1 // never
@@ -56,6 +60,7 @@ func (c *Config) gatewayOptions() *gateway.Options {
 		Path:            c.Path,
 		Balance:         p,
 		HashEpsilon:     eps,
+		HashMinLoad:     minLoad,
 		KeepAlive:       keep,
 		MaxBodyBytes:    c.MaxBodyBytes,
 		MaxEventBytes:   c.MaxEventBytes,

@@ -82,6 +82,7 @@ func (g *Gateway) pickInput(r *http.Request, snap *upstream.Snapshot) balance.In
 		in.Key = g.aff.key(r)
 		in.Ring = g.aff.ringFor(snap)
 		in.Epsilon = g.opts.HashEpsilon
+		in.MinLoad = g.opts.HashMinLoad
 	}
 	return in
 }

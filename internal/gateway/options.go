@@ -21,6 +21,10 @@ type Options struct {
 	// than (1+HashEpsilon) times the average in flight passes new work on.
 	// 0 means 0.25; a negative value turns the bound off.
 	HashEpsilon float64
+	// HashMinLoad is the floor under the bound: a replica with fewer
+	// requests in flight never passes its callers on. 0 means 10; a
+	// negative value means no floor.
+	HashMinLoad int64
 	// Proxies are the peers trusted to name the client in a header, for the
 	// address of callers without a credential; nil trusts nobody.
 	Proxies *identity.Proxies
@@ -83,6 +87,12 @@ func (o *Options) withDefaults() Options {
 		v.HashEpsilon = 0.25
 	case v.HashEpsilon < 0:
 		v.HashEpsilon = 0
+	}
+	switch {
+	case v.HashMinLoad == 0:
+		v.HashMinLoad = 10
+	case v.HashMinLoad < 0:
+		v.HashMinLoad = 0
 	}
 	if v.MaxEventBytes == 0 {
 		v.MaxEventBytes = 16 << 20

@@ -41,6 +41,15 @@ type Loads interface {
 // and at most once per member during the walk for rings of up to 256
 // members; larger rings may ask again about members past the 256th.
 func (r *Ring) Pick(key uint64, loads Loads, epsilon float64, skip []int) int {
+	return r.PickFloor(key, loads, epsilon, 0, skip)
+}
+
+// PickFloor is Pick with a floor under the bound: a member with fewer than
+// floor requests in flight is never passed over, whatever the average. At
+// low load the bound's ceil((1+epsilon) * m / n) is a handful of requests,
+// and passing callers on would break their affinity for no replica's
+// benefit; the floor keeps the bound for when load matters.
+func (r *Ring) PickFloor(key uint64, loads Loads, epsilon float64, floor int64, skip []int) int {
 	if len(r.hashes) == 0 || loads == nil {
 		return -1
 	}
@@ -49,6 +58,9 @@ func (r *Ring) Pick(key uint64, loads Loads, epsilon float64, skip []int) int {
 		var ok bool
 		if limit, ok = capacity(loads, len(r.names), epsilon); !ok {
 			return -1
+		}
+		if floor > 0 && limit < uint64(floor) {
+			limit = uint64(floor)
 		}
 	}
 	return r.walk(r.search(mix64(key)), loads, limit, skip)

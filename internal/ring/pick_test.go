@@ -191,3 +191,32 @@ func BenchmarkPick(b *testing.B) {
 		}
 	}
 }
+
+// TestPickFloor: below the floor a member keeps its work however uneven the
+// fleet; at the floor the bound applies again.
+func TestPickFloor(t *testing.T) {
+	r, err := New([]string{"a", "b", "c"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = 12345
+	home := r.Pick(key, fixedLoads{0, 0, 0}, 0.25, nil)
+	uneven := fixedLoads{0, 0, 0}
+	uneven[home] = 5 // average 5/3: the bound alone would pass work on
+	if got := r.Pick(key, uneven, 0.25, nil); got == home {
+		t.Fatalf("without a floor, 5 vs 0 in flight kept the work at home")
+	}
+	if got := r.PickFloor(key, uneven, 0.25, 10, nil); got != home {
+		t.Errorf("under the floor of 10 the work moved from %d to %d", home, got)
+	}
+	uneven[home] = 10
+	if got := r.PickFloor(key, uneven, 0.25, 10, nil); got == home {
+		t.Errorf("at the floor the bound did not apply")
+	}
+}
+
+type fixedLoads []int64
+
+func (f fixedLoads) Len() int             { return len(f) }
+func (f fixedLoads) InFlight(i int) int64 { return f[i] }
+func (f fixedLoads) Eligible(int) bool    { return true }
