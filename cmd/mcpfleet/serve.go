@@ -143,6 +143,7 @@ func startGateway(cfg config.Config, log *slog.Logger) (*runningGateway, error) 
 // and requests and streams in flight get grace to finish before they are cut.
 func (rg *runningGateway) shutdown(grace time.Duration) error {
 	rg.gw.SetDraining()
+	rg.gw.EndStandaloneStreams()
 	rg.log.Info("shutting down", "grace", grace.String())
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()

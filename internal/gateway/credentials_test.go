@@ -32,6 +32,18 @@ func TestNoCredentialInLogsOrMetrics(t *testing.T) {
 	keep(modern.post(context.Background(), 5, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}},
 		map[string]string{"Authorization": "Bearer " + secret, "Mcp-Name": secret}).Body)
 
+	// A JWT's claims route but never show either.
+	keep(modern.post(context.Background(), 6, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}},
+		map[string]string{"Authorization": "Bearer " + jwt("https://issuer", secret, 1)}).Body)
+	// The sealed session ID holds the replica and its session, nothing of the caller.
+	claims, err := f.gw.keys.Open(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(session+claims.Replica+claims.SessionID, secret) {
+		t.Error("the credential appears in the sealed session ID")
+	}
+
 	rec := httptest.NewRecorder()
 	f.gw.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	metrics := rec.Body.String()
@@ -42,8 +54,8 @@ func TestNoCredentialInLogsOrMetrics(t *testing.T) {
 		if strings.Contains(text, secret) {
 			t.Errorf("the credential appears in the %s", what)
 		}
-		if strings.Contains(text, session) {
-			t.Errorf("the session ID appears in the %s", what)
+		if strings.Contains(text, session) || strings.Contains(text, claims.SessionID) {
+			t.Errorf("a session ID appears in the %s", what)
 		}
 	}
 	if !strings.Contains(f.logs.String(), `"msg":"request"`) {

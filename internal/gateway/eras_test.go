@@ -149,3 +149,33 @@ func TestProgressArrivesThroughGateway(t *testing.T) {
 		})
 	}
 }
+
+// TestEndStandaloneStreams: on shutdown the gateway closes legacy GET
+// streams at once instead of letting them hold the grace period.
+func TestEndStandaloneStreams(t *testing.T) {
+	f := startFleet(t, 1, nil)
+	r := newRaw(t, f.url(), "2025-11-25")
+	r.initialize()
+	get, _ := http.NewRequest(http.MethodGet, f.url(), nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", r.session)
+	get.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := r.client.Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan struct{})
+	go func() { io.Copy(io.Discard, resp.Body); close(ended) }()
+	select {
+	case <-ended:
+		t.Fatal("the GET stream ended by itself")
+	case <-time.After(200 * time.Millisecond):
+	}
+	f.gw.EndStandaloneStreams()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the GET stream stayed open after EndStandaloneStreams")
+	}
+}

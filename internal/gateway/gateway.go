@@ -38,6 +38,11 @@ type Gateway struct {
 	// to their end after a client drops them); Close cancels it.
 	base   context.Context
 	cancel context.CancelFunc
+	// standalone ends legacy GET streams: they carry no request, never end
+	// by themselves, and a client reopens them (with Last-Event-ID) where
+	// it can; EndStandaloneStreams cancels it on shutdown.
+	standalone    context.Context
+	endStandalone context.CancelFunc
 }
 
 // New returns a gateway for fleet. A nil logger discards logs; a nil opts
@@ -60,7 +65,10 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		return nil, err
 	}
 	base, cancel := context.WithCancel(context.Background())
+	standalone, endStandalone := context.WithCancel(base)
 	g := &Gateway{
+		standalone:    standalone,
+		endStandalone: endStandalone,
 		aff:    aff,
 		opts:   o,
 		fleet:  fleet,
@@ -89,6 +97,11 @@ func (g *Gateway) Metrics() *Metrics { return g.metrics }
 // SetDraining makes /healthz answer 503 draining, so balancers in front stop
 // sending new work while requests in flight finish.
 func (g *Gateway) SetDraining() { g.draining.Store(true) }
+
+// EndStandaloneStreams closes every legacy GET stream now. On shutdown they
+// would otherwise hold the whole grace period: they carry no request and
+// never end by themselves, and their clients reopen them elsewhere.
+func (g *Gateway) EndStandaloneStreams() { g.endStandalone() }
 
 // Close ends streams left running for departed clients and closes idle
 // upstream connections. It is idempotent.
@@ -183,6 +196,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (2025-11-25 transports, "Cancellation"): its upstream request lives on,
 // detached from the client, until it ends or the gateway closes.
 func (g *Gateway) upstreamContext(r *http.Request, q *request) (context.Context, func()) {
+	if r.Method == http.MethodGet {
+		ctx, cancel := context.WithCancel(r.Context())
+		stop := context.AfterFunc(g.standalone, cancel)
+		return ctx, func() { stop(); cancel() }
+	}
 	if q.era == mcpmsg.EraStateless || r.Method != http.MethodPost {
 		return r.Context(), func() {}
 	}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/config"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test binary doubles as mcpfleet: with MCPFLEET_RUN_MAIN=1 it runs the
+// command line it was given, so tests can start real processes without a
+// separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("MCPFLEET_RUN_MAIN") == "1" {
+		ctx, stop := signalContext()
+		defer stop()
+		os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// startProcess runs "mcpfleet args..." as a real process and stops it with
+// SIGTERM (then SIGKILL) at the end of the test or when stop is called.
+func startProcess(t *testing.T, args ...string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")
+	if testing.Verbose() {
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func writeSecret(t *testing.T) string {
+	t.Helper()
+	s, err := config.RandomSecret(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "secret.yaml")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := config.WriteSecretFile(f, s); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestSeed002WithProcesses is seed 002's flow with real processes: two
+// stateful testservers, one gateway; initialize and tools/list with the SDK
+// client; kill the gateway and start another with the same secret on the
+// same address: five tools/list on the same session all succeed. Then two
+// gateway processes share the session.
+func TestSeed002WithProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	secret := writeSecret(t)
+	var ups []string
+	for _, name := range []string{"a", "b"} {
+		addr := freeAddr(t)
+		startProcess(t, "testserver", "--listen", addr, "--name", name, "--era", "2025")
+		waitHealthy(t, "http://"+addr+"/health")
+		ups = append(ups, "--upstream", "http://"+addr+"/mcp")
+	}
+	gw := freeAddr(t)
+	serve := append([]string{"serve", "--listen", gw, "--secret-file", secret}, ups...)
+	stopA := startProcess(t, serve...)
+	waitHealthy(t, "http://"+gw+"/readyz")
+
+	c := mcp.NewClient(&mcp.Implementation{Name: "seed-002", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + gw + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	stopA()
+	startProcess(t, serve...)
+	waitHealthy(t, "http://"+gw+"/readyz")
+	for i := range 5 {
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatalf("tools/list %d of 5 after the gateway restarted: %v", i+1, err)
+		}
+	}
+
+	// A second gateway process with the same secret serves the same session.
+	gw2 := freeAddr(t)
+	startProcess(t, append([]string{"serve", "--listen", gw2, "--secret-file", secret}, ups...)...)
+	waitHealthy(t, "http://"+gw2+"/readyz")
+	for i := range 6 {
+		url := "http://" + gw + "/mcp"
+		if i%2 == 1 {
+			url = "http://" + gw2 + "/mcp"
+		}
+		if code := postSession(t, url, cs.ID()); code != 200 {
+			t.Fatalf("request %d via %s: status %d", i, url, code)
+		}
+	}
+}
+
+// postSession sends a legacy tools/list on a session and returns the status.
+func postSession(t *testing.T, url, session string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/list"}`))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2025-11-25", "Mcp-Session-Id": session} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
