@@ -69,15 +69,15 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 	g := &Gateway{
 		standalone:    standalone,
 		endStandalone: endStandalone,
-		aff:    aff,
-		opts:   o,
-		fleet:  fleet,
-		keys:   keys,
-		tasks:  session.NewTasks(o.MaxTasks),
-		fwd:    newHTTPForwarder(o.DialTimeout),
-		log:    log,
-		base:   base,
-		cancel: cancel,
+		aff:           aff,
+		opts:          o,
+		fleet:         fleet,
+		keys:          keys,
+		tasks:         session.NewTasks(o.MaxTasks),
+		fwd:           newHTTPForwarder(o.DialTimeout),
+		log:           log,
+		base:          base,
+		cancel:        cancel,
 	}
 	g.metrics = newMetrics(g)
 	return g, nil
