@@ -1,6 +1,9 @@
 package mcpmsg
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The standard headers of the Streamable HTTP transport.
 const (
@@ -26,14 +29,16 @@ func CheckHeaders(method, name string, m *Message) error {
 	if method != m.Method {
 		return fmt.Errorf("header mismatch: %s does not match the body's method", HeaderMethod)
 	}
-	switch m.Method {
-	case "tools/call", "resources/read", "prompts/get":
-		if name == "" {
-			return fmt.Errorf("missing required %s header for method %q", HeaderName, m.Method)
-		}
-		if name != m.Name {
-			return fmt.Errorf("header mismatch: %s does not match the body's name", HeaderName)
-		}
+	// Mcp-Name is required for tools/call, resources/read and prompts/get.
+	// For tasks/* it is optional, and routes by the task id: when present it
+	// must be the body's, or the request would reach one replica and name a
+	// task on another.
+	switch {
+	case nameMember(m.Method) == "":
+	case name == "" && !strings.HasPrefix(m.Method, "tasks/"):
+		return fmt.Errorf("missing required %s header for method %q", HeaderName, m.Method)
+	case name != "" && name != m.Name:
+		return fmt.Errorf("header mismatch: %s does not match the body's name", HeaderName)
 	}
 	return nil
 }

@@ -132,6 +132,9 @@ func TestCheckHeaders(t *testing.T) {
 		{"missing method", "", "", list, false},
 		{"no name needed", "tools/list", "", list, true},
 		{"batch passes", "", "", &Message{Kind: KindRequest, Batch: true}, true},
+		{"task id matches", "tasks/get", "t-1", &Message{Kind: KindRequest, Method: "tasks/get", Name: "t-1"}, true},
+		{"task id mismatch", "tasks/get", "t-2", &Message{Kind: KindRequest, Method: "tasks/get", Name: "t-1"}, false},
+		{"task id header optional", "tasks/get", "", &Message{Kind: KindRequest, Method: "tasks/get", Name: "t-1"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
