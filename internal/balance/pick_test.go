@@ -57,18 +57,25 @@ func TestRoundRobinSpreadsEvenly(t *testing.T) {
 
 func TestMayRetry(t *testing.T) {
 	tests := []struct {
+		name string
 		a    Attempt
 		want bool
 	}{
-		{Attempt{Delivered: false, Retries: 0, MaxRetries: 1}, true},
-		{Attempt{Delivered: false, Retries: 1, MaxRetries: 1}, false},
-		{Attempt{Delivered: true, Retries: 0, MaxRetries: 3}, false},
-		{Attempt{Delivered: false, Retries: 0, MaxRetries: 0}, false},
+		{"never reached", Attempt{Outcome: NotDelivered, MaxRetries: 1}, true},
+		{"draining refused it", Attempt{Outcome: RefusedDraining, MaxRetries: 1}, true},
+		{"delivered, mutating", Attempt{Outcome: Delivered, MaxRetries: 3}, false},
+		{"delivered, read-only or idempotent", Attempt{Outcome: Delivered, Safe: true, MaxRetries: 1}, true},
+		{"never reached, bound spent", Attempt{Outcome: NotDelivered, Retries: 1, MaxRetries: 1}, false},
+		{"safe, bound spent", Attempt{Outcome: Delivered, Safe: true, Retries: 2, MaxRetries: 2}, false},
+		{"retries off", Attempt{Outcome: NotDelivered, MaxRetries: 0}, false},
+		{"draining, bound spent", Attempt{Outcome: RefusedDraining, Retries: 3, MaxRetries: 3}, false},
 	}
 	for _, tt := range tests {
-		if got := MayRetry(tt.a); got != tt.want {
-			t.Errorf("MayRetry(%+v) = %v, want %v", tt.a, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MayRetry(tt.a); got != tt.want {
+				t.Errorf("MayRetry(%+v) = %v, want %v", tt.a, got, tt.want)
+			}
+		})
 	}
 }
 

@@ -23,16 +23,17 @@ import (
 // Gateway routes MCP traffic to a fleet. Create it with New; it is safe for
 // concurrent use.
 type Gateway struct {
-	opts     Options
-	fleet    *upstream.Fleet
-	keys     *session.Keyring // seals and opens legacy session IDs
-	tasks    *session.Tasks   // 2026-07-28 task -> replica
-	aff      *affinity        // routing keys and rings for the hash policy
-	fwd      forwarder
-	log      *slog.Logger
-	metrics  *Metrics
-	seq      atomic.Uint64 // round-robin counter
-	draining atomic.Bool   // /healthz answers 503 once set
+	opts        Options
+	fleet       *upstream.Fleet
+	keys        *session.Keyring // seals and opens legacy session IDs
+	tasks       *session.Tasks   // 2026-07-28 task -> replica
+	aff         *affinity        // routing keys and rings for the hash policy
+	annotations *annotations     // which tools may run twice
+	fwd         forwarder
+	log         *slog.Logger
+	metrics     *Metrics
+	seq         atomic.Uint64 // round-robin counter
+	draining    atomic.Bool   // /healthz answers 503 once set
 
 	// base ends streams that outlive their client (legacy POST streams run
 	// to their end after a client drops them); Close cancels it.
@@ -70,6 +71,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		standalone:    standalone,
 		endStandalone: endStandalone,
 		aff:           aff,
+		annotations:   newAnnotations(),
 		opts:          o,
 		fleet:         fleet,
 		keys:          keys,

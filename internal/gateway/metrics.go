@@ -17,7 +17,7 @@ type Metrics struct {
 	duration      *prometheus.HistogramVec
 	streams       prometheus.Gauge
 	keepAlives    prometheus.Counter
-	retries       prometheus.Counter
+	retries       *prometheus.CounterVec
 	sessionMisses *prometheus.CounterVec
 }
 
@@ -41,10 +41,10 @@ func newMetrics(g *Gateway) *Metrics {
 			Name: "mcpfleet_keepalives_total",
 			Help: "SSE keep-alive comments sent to clients.",
 		}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpfleet_retries_total",
-			Help: "Requests moved to another replica because they never reached the first.",
-		}),
+			Help: "Requests moved to another replica, by why that was safe: not_delivered, draining (refused unrun), delivered_safe (read-only or idempotent).",
+		}, []string{"reason"}),
 		sessionMisses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpfleet_session_not_found_total",
 			Help: "Legacy requests answered 404 (-32001), by reason.",

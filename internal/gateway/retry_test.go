@@ -58,7 +58,7 @@ func TestRetryMovesUndeliveredRequest(t *testing.T) {
 	}
 	// Round-robin starts every other request at the dead replica, which
 	// then moves once.
-	if n := testutil.ToFloat64(gw.metrics.retries); n != 3 {
+	if n := testutil.ToFloat64(gw.metrics.retries.WithLabelValues("not_delivered")); n != 3 {
 		t.Errorf("retries = %v, want 3", n)
 	}
 }
@@ -112,4 +112,75 @@ func TestSessionOfUnreachableReplicaIs404(t *testing.T) {
 	if code, _ := rpcError(t, resp); resp.StatusCode != 404 || code != -32001 {
 		t.Errorf("got %d %d, want 404 -32001", resp.StatusCode, code)
 	}
+}
+
+// TestRetryRulesThroughGateway: a delivered request moves on only when the
+// replicas' own tools/list declares the tool read-only or idempotent, and a
+// replica that refuses with 503 draining ran nothing, so even a mutating
+// call moves on.
+func TestRetryRulesThroughGateway(t *testing.T) {
+	dropper := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer dropper.Close()
+	draining := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"status":"draining"}`)
+	}))
+	defer draining.Close()
+	srv, live := liveReplica(t, "live")
+
+	t.Run("delivered read-only call moves on", func(t *testing.T) {
+		gw := startGatewayOn(t, []upstream.Spec{{Name: "dropper", URL: dropper.URL + "/mcp"}, {Name: "live", URL: live}},
+			&Options{Balance: balance.RoundRobin}, io.Discard)
+		front := httptest.NewServer(gw)
+		defer front.Close()
+		r := newRaw(t, front.URL+"/mcp", "2026-07-28")
+		// tools/list only reads, so it may move on; its answer teaches the
+		// gateway that whoami is read-only.
+		for i := range 2 {
+			resp := r.post(context.Background(), i+1, "tools/list", nil, nil)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("tools/list %d: %d", i, resp.StatusCode)
+			}
+		}
+		for i := range 4 {
+			resp := r.post(context.Background(), i+10, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}}, nil)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), "live") {
+				t.Fatalf("whoami %d: %d %s", i, resp.StatusCode, b)
+			}
+		}
+		if n := testutil.ToFloat64(gw.metrics.retries.WithLabelValues("delivered_safe")); n < 2 {
+			t.Errorf("delivered_safe retries = %v, want at least 2", n)
+		}
+	})
+	t.Run("draining refusal moves even a mutation", func(t *testing.T) {
+		gw := startGatewayOn(t, []upstream.Spec{{Name: "draining", URL: draining.URL + "/mcp"}, {Name: "live", URL: live}},
+			&Options{Balance: balance.RoundRobin}, io.Discard)
+		front := httptest.NewServer(gw)
+		defer front.Close()
+		r := newRaw(t, front.URL+"/mcp", "2026-07-28")
+		for i := range 4 {
+			resp := r.post(context.Background(), i+1, "tools/call", map[string]any{"name": "mutate", "arguments": map[string]any{"key": "d", "seconds": 0, "at": 0}}, nil)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("mutate %d: %d", i, resp.StatusCode)
+			}
+		}
+		if srv.Count("d") != 4 {
+			t.Errorf("4 calls mutated %d times on live", srv.Count("d"))
+		}
+		if n := testutil.ToFloat64(gw.metrics.retries.WithLabelValues("draining")); n != 2 {
+			t.Errorf("draining retries = %v, want 2", n)
+		}
+	})
 }

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -81,8 +84,9 @@ func (g *Gateway) forwardAsync(ctx context.Context, r *http.Request, q *request,
 }
 
 // send forwards the request to its target. It moves on to another replica
-// only while the request provably never reached one (balance.MayRetry). On
-// success the replica is returned acquired: the caller releases it.
+// only as balance.MayRetry allows: when the request provably never ran
+// there, or when running it twice is safe. On success the replica is
+// returned acquired: the caller releases it.
 func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t target, rec *record) (*http.Response, *upstream.Replica, *mcpmsg.Error) {
 	var tried []int
 	var in balance.Input
@@ -92,8 +96,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 	for retries := 0; ; retries++ {
 		rep, idx := t.pinned, -1
 		if rep == nil {
-			idx = balance.Pick(g.opts.Balance, t.snap, in, tried)
-			if idx < 0 {
+			if idx = balance.Pick(g.opts.Balance, t.snap, in, tried); idx < 0 {
 				if retries == 0 {
 					return nil, nil, errNoReplica
 				}
@@ -102,33 +105,95 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 			rep = t.snap.At(idx)
 		}
 		rec.replica, rec.attempts = rep.Name(), rec.attempts+1
-		rep.Acquire()
-		resp, delivered, err := g.fwd.forward(ctx, rep, r, q.body, q.upstreamSession)
+		resp, outcome, err := g.attempt(ctx, r, q, rep)
 		if err == nil {
 			return resp, rep, nil
 		}
-		rep.Release()
-		g.log.Warn("forwarding failed", "replica", rep.Name(), "delivered", delivered, "error", err)
-		switch {
-		case ctx.Err() != nil:
+		g.log.Warn("forwarding failed", "replica", rep.Name(), "outcome", outcomeName(outcome), "error", err)
+		if ctx.Err() != nil {
 			rec.clientGone = true
 			return nil, nil, errUnreachable
-		case delivered:
-			return nil, nil, errAfterDelivery
-		case t.pinned != nil && !t.task:
-			// Sessions live in their replica; one that cannot be reached
-			// has lost them, so the client starts a new one elsewhere.
-			g.metrics.sessionMisses.WithLabelValues("replica_unreachable").Inc()
-			return nil, nil, errSessionNotFound
-		case t.pinned != nil:
-			return nil, nil, errUnreachable
-		case !balance.MayRetry(balance.Attempt{Retries: retries, MaxRetries: g.opts.Retries}):
+		}
+		if t.pinned != nil {
+			return nil, nil, g.pinnedFailure(t, outcome)
+		}
+		a := balance.Attempt{Outcome: outcome, Safe: g.annotations.safeToRepeat(q), Retries: retries, MaxRetries: g.opts.Retries}
+		if !balance.MayRetry(a) {
+			if outcome == balance.Delivered {
+				return nil, nil, errAfterDelivery
+			}
 			return nil, nil, errUnreachable
 		}
-		g.metrics.retries.Inc()
+		g.metrics.retries.WithLabelValues(outcomeName(outcome)).Inc()
 		tried = append(tried, idx)
 		in.Seq++
 	}
+}
+
+// errDrainingAnswer marks a replica's 503 {"status":"draining"} answer.
+var errDrainingAnswer = errors.New("replica is draining")
+
+// attempt forwards once. It acquires rep for the request, and releases it
+// again unless it returns an answer.
+func (g *Gateway) attempt(ctx context.Context, r *http.Request, q *request, rep *upstream.Replica) (*http.Response, balance.Outcome, error) {
+	rep.Acquire()
+	resp, delivered, err := g.fwd.forward(ctx, rep, r, q.body, q.upstreamSession)
+	if err != nil {
+		rep.Release()
+		if !delivered {
+			return nil, balance.NotDelivered, err
+		}
+		return nil, balance.Delivered, err
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable && isDrainingAnswer(resp) {
+		resp.Body.Close()
+		rep.Release()
+		return nil, balance.RefusedDraining, errDrainingAnswer
+	}
+	return resp, balance.Delivered, nil
+}
+
+// pinnedFailure answers a request whose session (or task) lives on a
+// replica that failed it: sessions live in their replica, and one that
+// cannot be reached or refuses work has lost them, so the client starts a
+// new one elsewhere (404, -32001). A delivered request is never resent.
+func (g *Gateway) pinnedFailure(t target, outcome balance.Outcome) *mcpmsg.Error {
+	switch {
+	case outcome == balance.Delivered:
+		return errAfterDelivery
+	case t.task:
+		return errUnreachable
+	case outcome == balance.RefusedDraining:
+		g.metrics.sessionMisses.WithLabelValues("replica_draining").Inc()
+	default:
+		g.metrics.sessionMisses.WithLabelValues("replica_unreachable").Inc()
+	}
+	return errSessionNotFound
+}
+
+// isDrainingAnswer reports a 503 whose JSON body says "status":"draining"
+// (seed 001): the replica is shutting down and ran nothing. It peeks at most
+// 4 KiB and leaves the body readable either way.
+func isDrainingAnswer(resp *http.Response) bool {
+	peek, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(peek), resp.Body), resp.Body}
+	var v struct {
+		Status string `json:"status"`
+	}
+	return json.Unmarshal(peek, &v) == nil && v.Status == "draining"
+}
+
+func outcomeName(o balance.Outcome) string {
+	switch o {
+	case balance.NotDelivered:
+		return "not_delivered"
+	case balance.RefusedDraining:
+		return "draining"
+	}
+	return "delivered_safe"
 }
 
 // learn makes the replica's Mcp-Session-Id the client's sealed one: on the

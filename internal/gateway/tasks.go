@@ -49,3 +49,14 @@ func (g *Gateway) noteTask(msg []byte, replica string) {
 	}
 	g.tasks.Put(id, replica, now, now.Add(life))
 }
+
+// noteAnswer learns from one message of a replica's answer: the task a
+// tools/call created, or the tool annotations of a tools/list.
+func (g *Gateway) noteAnswer(q *request, msg []byte, replica string) {
+	switch {
+	case watchesTasks(q):
+		g.noteTask(msg, replica)
+	case watchesTools(q):
+		g.annotations.learn(msg)
+	}
+}
