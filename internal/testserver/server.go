@@ -10,8 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +51,12 @@ type Options struct {
 	// ShutdownGrace bounds how long Serve waits for calls in flight after
 	// its drain delay. Zero means [ShutdownGrace].
 	ShutdownGrace time.Duration
+
+	// Ledger, when set, receives one line per mutation ("KEY REPLICA
+	// RFC3339NANO"), written whole in one Write, so that mutations can be
+	// counted across restarts of a replica. Several replicas may share one
+	// file opened with O_APPEND. Nil means no ledger.
+	Ledger io.Writer
 }
 
 // Validate reports whether o is usable. A nil o is valid.
@@ -88,8 +96,9 @@ type Server struct {
 	stopped context.Context
 	stop    context.CancelFunc
 
-	mu     sync.Mutex     // guards counts
+	mu     sync.Mutex     // guards counts and writes to ledger
 	counts map[string]int // mutations per key on this replica
+	ledger io.Writer
 }
 
 // New returns a Server called name, which whoami reports and which must not
@@ -120,6 +129,7 @@ func New(name string, opts *Options) (*Server, error) {
 		grace:  o.ShutdownGrace,
 		logger: o.Logger,
 		counts: make(map[string]int),
+		ledger: o.Ledger,
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{
 		Logger:                    quiet(o.Logger),
@@ -155,6 +165,12 @@ func (s *Server) increment(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts[key]++
+	if s.ledger != nil {
+		line := strconv.Quote(key) + " " + strconv.Quote(s.name) + " " + time.Now().UTC().Format(time.RFC3339Nano) + "\n"
+		if _, err := io.WriteString(s.ledger, line); err != nil {
+			s.logger.Error("writing the ledger failed", "error", err)
+		}
+	}
 }
 
 // stoppable is MCP middleware that ends the handler's context when s.stop
