@@ -31,6 +31,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	proxyHeader := fs.String("trusted-proxy-header", "", "`header` trusted proxies name the client in, e.g. X-Forwarded-For")
 	keep := fs.Duration("keepalive", -1, "SSE keep-alive interval; 0 turns it off (default 15s)")
 	level := fs.String("log-level", "", "debug, info, warn or error (default info)")
+	drain := fs.Duration("drain-delay", -1, "after SIGTERM, how long to keep serving with /healthz draining (default 0, at most 5m)")
+	grace := fs.Duration("grace", -1, "after the drain delay, how long requests and streams in flight may finish (default 15s)")
 	secret := fs.String("secret-file", "", "session keys and routing salt `file` (mode 0600; 'mcpfleet secret' makes one)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -59,6 +61,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *keep >= 0 {
 		cfg.KeepAlive = config.Duration(*keep)
 	}
+	if *drain >= 0 {
+		cfg.DrainDelay = config.Duration(*drain)
+	}
+	if *grace >= 0 {
+		cfg.Grace = config.Duration(*grace)
+	}
 	if len(ups) > 0 {
 		cfg.Upstreams = nil
 		for _, u := range ups {
@@ -77,7 +85,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "mcpfleet: serving MCP at http://%s%s\n", gw.addr, cfg.Path)
 	<-ctx.Done()
-	return gw.shutdown(time.Duration(cfg.Grace))
+	return gw.drainAndShutdown(time.Duration(cfg.DrainDelay), time.Duration(cfg.Grace))
 }
 
 // runningGateway is a gateway serving on its listeners.
@@ -139,7 +147,19 @@ func startGateway(cfg config.Config, log *slog.Logger) (*runningGateway, error) 
 	return rg, nil
 }
 
-// shutdown drains: /healthz turns 503 at once, the listeners stop accepting,
+// drainAndShutdown is the gateway's own drain (seed 001): /healthz answers
+// 503 draining at once, so balancers in front stop sending new work, while
+// the listener keeps serving for delay; then shutdown.
+func (rg *runningGateway) drainAndShutdown(delay, grace time.Duration) error {
+	rg.gw.SetDraining()
+	if delay > 0 {
+		rg.log.Info("draining: still serving", "drain_delay", delay.String())
+		time.Sleep(delay)
+	}
+	return rg.shutdown(grace)
+}
+
+// shutdown stops: /healthz turns 503 at once, the listeners stop accepting,
 // and requests and streams in flight get grace to finish before they are cut.
 func (rg *runningGateway) shutdown(grace time.Duration) error {
 	rg.gw.SetDraining()

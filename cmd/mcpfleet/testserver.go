@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 )
@@ -18,6 +19,7 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	name := fs.String("name", "", "replica name, the text of whoami (default: the listen address)")
 	era := fs.String("era", "both", "protocol eras served on /mcp: both, 2025 or 2026")
 	drain := fs.Duration("drain-delay", 0, "after SIGTERM, how long /health answers draining while /mcp still serves")
+	ledger := fs.String("ledger", "", "append one line per mutation (key, replica, time) to `file`; replicas may share one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -28,7 +30,16 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 		*name = *listen
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	srv, err := testserver.New(*name, &testserver.Options{Era: *era, Logger: log})
+	opts := &testserver.Options{Era: *era, Logger: log}
+	if *ledger != "" {
+		f, err := os.OpenFile(*ledger, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("opening ledger: %w", err)
+		}
+		defer f.Close()
+		opts.Ledger = f
+	}
+	srv, err := testserver.New(*name, opts)
 	if err != nil {
 		return usageError{err}
 	}

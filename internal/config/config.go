@@ -69,6 +69,9 @@ type Config struct {
 	// Grace is how long requests and streams in flight may finish on
 	// shutdown.
 	Grace Duration `yaml:"grace"`
+	// DrainDelay is how long the listener keeps serving after SIGTERM, with
+	// /healthz answering draining, before it stops accepting.
+	DrainDelay Duration `yaml:"drain_delay"`
 	// AllowAnyHost turns off DNS-rebinding protection on loopback listeners.
 	AllowAnyHost bool `yaml:"allow_any_host"`
 	// LogLevel is debug, info, warn or error.
@@ -198,6 +201,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	nonNeg(bad, "grace", time.Duration(c.Grace))
+	if d := time.Duration(c.DrainDelay); d < 0 || d > 5*time.Minute {
+		bad("drain_delay", "must be between 0s and 5m, got %s", d)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
