@@ -48,7 +48,14 @@ type Message struct {
 	ProtocolVersion string
 	// HasInitialize reports an initialize request anywhere in the body.
 	HasInitialize bool
+	// IdempotencyKey is params._meta["io.mcpfleet/idempotency-key"].
+	IdempotencyKey string
 }
+
+// MetaKeyIdempotency is the _meta member by which a client marks a
+// tools/call as one logical call however often it is sent; the
+// Idempotency-Key header (IETF httpapi draft) says the same.
+const MetaKeyIdempotency = "io.mcpfleet/idempotency-key"
 
 // Errors returned by Parse. Both map to JSON-RPC errors with ErrorCode.
 var (
@@ -216,9 +223,17 @@ func parseParams(p []byte, m *Message) error {
 			return err
 		case string(key) == "_meta" && p[s] == '{':
 			_, err := eachMember(p[s:e], 0, 3, func(k []byte, ms, me int) error {
-				if string(k) == MetaKeyProtocolVersion && p[s+ms] == '"' {
+				if p[s+ms] != '"' {
+					return nil
+				}
+				switch string(k) {
+				case MetaKeyProtocolVersion:
 					v, err := rawString(p[s+ms : s+me])
 					m.ProtocolVersion = v
+					return err
+				case MetaKeyIdempotency:
+					v, err := rawString(p[s+ms : s+me])
+					m.IdempotencyKey = v
 					return err
 				}
 				return nil

@@ -17,8 +17,8 @@ func TestParse(t *testing.T) {
 	}{
 		{
 			name: "tools/call with meta",
-			body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi","nested":[1,{"a":null}]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1}}}`,
-			want: Message{Kind: KindRequest, Count: 1, Method: "tools/call", ID: []byte("7"), Name: "echo", ProtocolVersion: "2026-07-28"},
+			body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi","nested":[1,{"a":null}]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1,"io.mcpfleet/idempotency-key":"op-9"}}}`,
+			want: Message{Kind: KindRequest, Count: 1, Method: "tools/call", ID: []byte("7"), Name: "echo", ProtocolVersion: "2026-07-28", IdempotencyKey: "op-9"},
 		},
 		{
 			name: "initialize with string id",
