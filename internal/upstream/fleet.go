@@ -1,10 +1,14 @@
-// Package upstream holds the fleet: its replicas, their in-flight counts,
-// and immutable snapshots of membership that pickers read without locks.
+// Package upstream holds the fleet: its replicas, their in-flight counts and
+// health, immutable snapshots of membership that pickers read without locks,
+// and what keeps them current: health checks (checker.go), passive reports
+// from the forwarding path (passive.go), membership updates (update.go) and
+// DNS discovery (discover.go).
 package upstream
 
 import (
 	"fmt"
 	"net/url"
+	"sync"
 	"sync/atomic"
 )
 
@@ -18,11 +22,25 @@ type Spec struct {
 }
 
 // Replica is one MCP server of the fleet. Its counters are atomics: every
-// request touches them.
+// request touches them. Health transitions take mu; reads of the state do
+// not.
 type Replica struct {
 	name     string
 	url      *url.URL
 	inFlight atomic.Int64
+
+	// state mirrors status.State for lock-free reads; written under mu.
+	state atomic.Int32
+	// suspect is set while the replica is up with a failure streak, so
+	// ReportSuccess can skip the lock on the common path; written under mu.
+	suspect atomic.Bool
+	// policy points at the owning fleet's running checker policy (nil
+	// inside when no checker runs).
+	policy *atomic.Pointer[policy]
+
+	mu sync.Mutex // guards status and orders OnChange calls
+	// status is the replica's state and current streak.
+	status Status
 }
 
 // Name returns the replica's name.
@@ -56,9 +74,10 @@ func (s *Snapshot) At(i int) *Replica { return s.replicas[i] }
 // InFlight returns the i-th replica's in-flight count.
 func (s *Snapshot) InFlight(i int) int64 { return s.replicas[i].InFlight() }
 
-// Eligible reports whether the i-th replica may take new work. Every member
-// may until health checks say otherwise.
-func (s *Snapshot) Eligible(i int) bool { return true }
+// Eligible reports whether the i-th replica may take new work: only when it
+// is up. Down and draining replicas take none; requests pinned to a draining
+// replica by their session are routed without asking.
+func (s *Snapshot) Eligible(i int) bool { return s.replicas[i].State() == StateUp }
 
 // Lookup returns the replica named name, or nil.
 func (s *Snapshot) Lookup(name string) *Replica {
@@ -68,19 +87,25 @@ func (s *Snapshot) Lookup(name string) *Replica {
 	return nil
 }
 
-// Fleet is the set of replicas the gateway routes to.
+// Fleet is the set of replicas the gateway routes to. Its membership may
+// change (Update); each change swaps in a new Snapshot.
 type Fleet struct {
 	snap atomic.Pointer[Snapshot]
+	// policy is the running Checker's, lent to passive reports; nil when
+	// no checker runs.
+	policy atomic.Pointer[policy]
+
+	mu sync.Mutex // serializes Update's read, build and swap of snap
 }
 
-// New returns a fleet of the given replicas. Names must be unique and URLs
-// absolute http or https URLs.
+// New returns a fleet of the given replicas, all up. Names must be unique
+// and URLs absolute http or https URLs.
 func New(specs []Spec) (*Fleet, error) {
-	s, err := build(specs)
+	f := &Fleet{}
+	s, _, err := f.build(specs, nil)
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{}
 	f.snap.Store(s)
 	return f, nil
 }
@@ -88,27 +113,41 @@ func New(specs []Spec) (*Fleet, error) {
 // Snapshot returns the current membership.
 func (f *Fleet) Snapshot() *Snapshot { return f.snap.Load() }
 
-func build(specs []Spec) (*Snapshot, error) {
+// build returns a snapshot of specs. A replica of old whose name and URL
+// are unchanged is carried over, with its in-flight count and health; the
+// others are new, and up. The Change lists names that join and leave.
+func (f *Fleet) build(specs []Spec, old *Snapshot) (*Snapshot, Change, error) {
+	var ch Change
 	if len(specs) == 0 {
-		return nil, fmt.Errorf("building fleet: no upstreams")
+		return nil, ch, fmt.Errorf("building fleet: no upstreams")
 	}
 	s := &Snapshot{byName: make(map[string]int, len(specs))}
 	for i, sp := range specs {
 		u, err := ParseURL(sp.URL)
 		if err != nil {
-			return nil, fmt.Errorf("building fleet: upstream %d: %w", i, err)
+			return nil, Change{}, fmt.Errorf("building fleet: upstream %d: %w", i, err)
 		}
 		name := sp.Name
 		if name == "" {
 			name = u.Host
 		}
 		if _, dup := s.byName[name]; dup {
-			return nil, fmt.Errorf("building fleet: upstream %d: duplicate name %q", i, name)
+			return nil, Change{}, fmt.Errorf("building fleet: upstream %d: duplicate name %q", i, name)
+		}
+		r := old.lookup(name)
+		if r == nil || r.url.String() != u.String() {
+			r = &Replica{name: name, url: u, policy: &f.policy}
+			ch.Added = append(ch.Added, name)
 		}
 		s.byName[name] = len(s.replicas)
-		s.replicas = append(s.replicas, &Replica{name: name, url: u})
+		s.replicas = append(s.replicas, r)
 	}
-	return s, nil
+	for _, r := range old.all() {
+		if s.Lookup(r.name) != r {
+			ch.Removed = append(ch.Removed, r.name)
+		}
+	}
+	return s, ch, nil
 }
 
 // ParseURL checks that raw is an absolute http(s) URL with a host and no

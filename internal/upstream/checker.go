@@ -1,0 +1,228 @@
+package upstream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of CheckOptions, HAProxy's "check inter 2s fall 2 rise 2" from
+// seed 001: a dead replica is out within about four seconds.
+const (
+	DefaultCheckInterval = 2 * time.Second
+	DefaultCheckTimeout  = 1 * time.Second
+	DefaultFall          = 2
+	DefaultRise          = 2
+	DefaultCheckPath     = "/health"
+)
+
+// maxCheckBody bounds how much of a check's answer is read.
+const maxCheckBody = 4 << 10
+
+// ErrCheckerRunning is returned by Run when another Checker already runs on
+// the fleet.
+var ErrCheckerRunning = errors.New("a health checker already runs on this fleet")
+
+// CheckOptions configures active health checks. The zero value means the
+// defaults.
+type CheckOptions struct {
+	// Interval is the time between rounds; 0 means 2s.
+	Interval time.Duration
+	// Timeout bounds each check, connect to last body byte; 0 means 1s.
+	Timeout time.Duration
+	// Fall is how many consecutive failures take a replica down; 0 means 2.
+	Fall int
+	// Rise is how many consecutive ok checks bring a down or draining
+	// replica up; 0 means 2.
+	Rise int
+	// Path is requested on each replica's scheme and host; "" means
+	// "/health". It must start with "/".
+	Path string
+	// Host is the Host header sent; "" means each replica URL's host. Seed
+	// 001: a replica bound to one host may refuse a check naming no host.
+	Host string
+	// Client sends the checks; nil means a client that opens a fresh
+	// connection per check (so the check tests what a new request needs),
+	// uses no proxy and follows no redirect. Timeout applies either way.
+	Client *http.Client
+	// OnChange, if not nil, is called on every state change, in order for
+	// each replica, from the goroutine that observed it. It must not block
+	// for long nor call the replica's Report methods.
+	OnChange func(replica string, from, to State)
+	// Logger receives one Info record per state change; nil discards.
+	Logger *slog.Logger
+}
+
+// Validate reports options that cannot work.
+func (o *CheckOptions) Validate() error {
+	switch {
+	case o.Interval < 0:
+		return fmt.Errorf("health check interval %v: must not be negative", o.Interval)
+	case o.Timeout < 0:
+		return fmt.Errorf("health check timeout %v: must not be negative", o.Timeout)
+	case o.Fall < 0 || o.Rise < 0:
+		return fmt.Errorf("health check fall %d, rise %d: must not be negative", o.Fall, o.Rise)
+	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
+		return fmt.Errorf("health check path %q: must start with /", o.Path)
+	case strings.ContainsAny(o.Path, "?#"):
+		return fmt.Errorf("health check path %q: no query or fragment allowed", o.Path)
+	}
+	return nil
+}
+
+// Checker checks every replica of a fleet each Interval and moves their
+// health state (see Next). Replicas that join the fleet are checked from
+// the next round on.
+type Checker struct {
+	fleet    *Fleet
+	interval time.Duration
+	timeout  time.Duration
+	path     string
+	host     string
+	client   *http.Client
+	policy   *policy
+}
+
+// NewChecker returns a checker of f; opts nil means defaults. It checks
+// nothing until Run or Check.
+func NewChecker(f *Fleet, opts *CheckOptions) (*Checker, error) {
+	var o CheckOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Checker{
+		fleet:    f,
+		interval: cmp.Or(o.Interval, DefaultCheckInterval),
+		timeout:  cmp.Or(o.Timeout, DefaultCheckTimeout),
+		path:     cmp.Or(o.Path, DefaultCheckPath),
+		host:     o.Host,
+		client:   o.Client,
+		policy: &policy{
+			fall:     cmp.Or(o.Fall, DefaultFall),
+			rise:     cmp.Or(o.Rise, DefaultRise),
+			onChange: o.OnChange,
+			log:      o.Logger,
+		},
+	}
+	if c.policy.log == nil {
+		c.policy.log = slog.New(slog.DiscardHandler)
+	}
+	if c.client == nil {
+		c.client = defaultCheckClient(c.timeout)
+	}
+	return c, nil
+}
+
+// Run checks the fleet at once and then every Interval until ctx is done,
+// and returns nil then. While it runs, the replicas' passive reports
+// (ReportConnectFailure, ReportDraining) follow its Fall, Rise and OnChange;
+// when it returns they are ignored again, and states stay as last observed.
+// One Checker at a time may run on a fleet; another returns
+// ErrCheckerRunning.
+func (c *Checker) Run(ctx context.Context) error {
+	if !c.fleet.policy.CompareAndSwap(nil, c.policy) {
+		return ErrCheckerRunning
+	}
+	defer c.fleet.policy.Store(nil)
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		c.Check(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Check runs one round: it checks every replica of the current snapshot
+// concurrently, applies the results and returns when all are done (within
+// Timeout). Run calls it; tests and a startup path may too.
+func (c *Checker) Check(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, r := range c.fleet.Snapshot().replicas {
+		wg.Go(func() { c.checkOne(ctx, r) })
+	}
+	wg.Wait()
+}
+
+// checkOne checks r and applies the result, unless the check was cut short
+// by ctx or r left the fleet meanwhile.
+func (c *Checker) checkOne(ctx context.Context, r *Replica) {
+	res, reason := c.probe(ctx, r)
+	if ctx.Err() != nil || c.fleet.Snapshot().Lookup(r.name) != r {
+		return
+	}
+	r.observe(res, reason, c.policy)
+}
+
+// probe sends one check: 200 is ok, 503 with a JSON "status":"draining" is
+// draining, anything else a failure. The reason never holds header values.
+func (c *Checker) probe(ctx context.Context, r *Replica) (Result, string) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	target := url.URL{Scheme: r.url.Scheme, Host: r.url.Host, Path: c.path}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		return ResultFail, fmt.Sprintf("building check: %v", err)
+	}
+	req.Host = cmp.Or(c.host, r.url.Host)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "mcpfleet-health-check")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return ResultFail, failReason(err, c.timeout)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
+	switch {
+	case err != nil:
+		return ResultFail, "reading answer: " + failReason(err, c.timeout)
+	case resp.StatusCode == http.StatusOK:
+		return ResultOK, "status 200"
+	case resp.StatusCode == http.StatusServiceUnavailable && saysDraining(body):
+		return ResultDraining, "status 503 draining"
+	}
+	return ResultFail, fmt.Sprintf("status %d", resp.StatusCode)
+}
+
+// saysDraining reports a JSON body whose "status" is "draining" (seed 001).
+func saysDraining(body []byte) bool {
+	var v struct {
+		Status string `json:"status"`
+	}
+	return json.Unmarshal(body, &v) == nil && v.Status == "draining"
+}
+
+func failReason(err error, timeout time.Duration) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Sprintf("timeout after %v", timeout)
+	}
+	return err.Error()
+}
+
+func defaultCheckClient(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:       (&net.Dialer{Timeout: timeout}).DialContext,
+			DisableKeepAlives: true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       timeout,
+	}
+}
