@@ -443,7 +443,7 @@ run_requirements() {
 		upstream_args+=(--upstream "http://127.0.0.1:$uport/mcp")
 	done
 	local gport=${ports[$((REPLICAS + 1))]}
-	start_bg "$WORK/$rev-gateway.mcpfleet.log" "$GATEWAY_BIN" serve --listen "127.0.0.1:$gport" "${upstream_args[@]}"
+	start_bg "$WORK/$rev-gateway.mcpfleet.log" "$GATEWAY_BIN" serve --listen "127.0.0.1:$gport" --health-check-interval 0 "${upstream_args[@]}"
 	wait_healthz "http://127.0.0.1:$gport/healthz" "$STARTED_PID" "$WORK/$rev-gateway.mcpfleet.log"
 	run_suite "$rev" gateway "http://127.0.0.1:$gport/mcp"
 	stop_started

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
-	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
@@ -31,6 +30,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	proxyHeader := fs.String("trusted-proxy-header", "", "`header` trusted proxies name the client in, e.g. X-Forwarded-For")
 	keep := fs.Duration("keepalive", -1, "SSE keep-alive interval; 0 turns it off (default 15s)")
 	level := fs.String("log-level", "", "debug, info, warn or error (default info)")
+	health := fs.Duration("health-check-interval", -1, "interval of active /health checks; 0 turns them off (default 2s)")
 	drain := fs.Duration("drain-delay", -1, "after SIGTERM, how long to keep serving with /healthz draining (default 0, at most 5m)")
 	grace := fs.Duration("grace", -1, "after the drain delay, how long requests and streams in flight may finish (default 15s)")
 	secret := fs.String("secret-file", "", "session keys and routing salt `file` (mode 0600; 'mcpfleet secret' makes one)")
@@ -61,6 +61,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *keep >= 0 {
 		cfg.KeepAlive = config.Duration(*keep)
 	}
+	if *health >= 0 {
+		cfg.HealthCheck.Interval = config.Duration(*health)
+	}
 	if *drain >= 0 {
 		cfg.DrainDelay = config.Duration(*drain)
 	}
@@ -79,7 +82,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{err}
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.Level()}))
-	gw, err := startGateway(cfg, log)
+	gw, err := startGateway(cfg, *path, log)
 	if err != nil {
 		return err
 	}
@@ -97,11 +100,13 @@ type runningGateway struct {
 	adm    *http.Server
 	served chan error
 	log    *slog.Logger
+	bg     *background // health checks, discovery, reloads
 }
 
 // startGateway listens and serves the gateway described by a validated cfg.
-func startGateway(cfg config.Config, log *slog.Logger) (*runningGateway, error) {
-	fleet, err := upstream.New(cfg.Specs())
+// configPath, if not "", is re-read on SIGHUP.
+func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runningGateway, error) {
+	fleet, err := buildFleet(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +147,11 @@ func startGateway(cfg config.Config, log *slog.Logger) (*runningGateway, error) 
 		rg.adm = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { rg.served <- rg.adm.Serve(aln) }()
 	}
+	if err := rg.startBackground(cfg, configPath, fleet); err != nil {
+		rg.srv.Close()
+		gw.Close()
+		return nil, err
+	}
 	log.Info("gateway listening", "addr", rg.addr.String(), "admin", cfg.Admin,
 		"upstreams", len(cfg.Upstreams), "balance", cfg.Balance)
 	return rg, nil
@@ -175,6 +185,7 @@ func (rg *runningGateway) shutdown(grace time.Duration) error {
 	if rg.adm != nil {
 		rg.adm.Close()
 	}
+	rg.bg.stop()
 	rg.gw.Close()
 	return err
 }

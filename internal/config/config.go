@@ -30,6 +30,10 @@ type Config struct {
 	Path string `yaml:"path"`
 	// Upstreams are the replicas.
 	Upstreams []Upstream `yaml:"upstreams"`
+	// Discovery finds the replicas in DNS instead; it replaces Upstreams.
+	Discovery Discovery `yaml:"discovery"`
+	// HealthCheck configures active health checks of the replicas.
+	HealthCheck HealthCheck `yaml:"health_check"`
 	// Balance is hash, least-inflight or round-robin.
 	Balance string `yaml:"balance"`
 	// HashEpsilon is the hash policy's load bound: a replica over
@@ -74,8 +78,37 @@ type Config struct {
 	DrainDelay Duration `yaml:"drain_delay"`
 	// AllowAnyHost turns off DNS-rebinding protection on loopback listeners.
 	AllowAnyHost bool `yaml:"allow_any_host"`
+	// Idempotency is where idempotency records live: memory, redis or off.
+	Idempotency string `yaml:"idempotency"`
+	// RedisURL is the Redis or Valkey server (redis:// or rediss://) for
+	// idempotency: redis.
+	RedisURL string `yaml:"redis_url"`
+	// IdempotencyLease bounds how long a running call holds its record.
+	IdempotencyLease Duration `yaml:"idempotency_lease"`
+	// IdempotencyTTL is how long a recorded answer is kept.
+	IdempotencyTTL Duration `yaml:"idempotency_ttl"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
+}
+
+// Discovery finds replicas as every A/AAAA record of a DNS name, such as a
+// Kubernetes headless service, re-resolved on an interval.
+type Discovery struct {
+	DNSName  string   `yaml:"dns_name"` // "" turns discovery off
+	Port     int      `yaml:"port"`     // the replicas' port; required with dns_name
+	Scheme   string   `yaml:"scheme"`   // http or https
+	Path     string   `yaml:"path"`     // the replicas' MCP path
+	Interval Duration `yaml:"interval"` // how often to re-resolve
+}
+
+// HealthCheck configures active checks of each replica's health endpoint.
+type HealthCheck struct {
+	Interval Duration `yaml:"interval"` // 0 turns active checks (and passive ejection) off
+	Timeout  Duration `yaml:"timeout"`
+	Fall     int      `yaml:"fall"` // consecutive failures that take a replica down
+	Rise     int      `yaml:"rise"` // consecutive successes that bring it back
+	Path     string   `yaml:"path"`
+	Host     string   `yaml:"host"` // Host header; "" means each replica URL's host
 }
 
 // Upstream is one replica.
@@ -107,6 +140,12 @@ func Default() Config {
 		DialTimeout:       Duration(5 * time.Second),
 		Grace:             Duration(15 * time.Second),
 		LogLevel:          "info",
+		Discovery:         Discovery{Scheme: "http", Path: "/mcp", Interval: Duration(10 * time.Second)},
+		HealthCheck: HealthCheck{Interval: Duration(2 * time.Second), Timeout: Duration(time.Second),
+			Fall: 2, Rise: 2, Path: "/health"},
+		Idempotency:      "memory",
+		IdempotencyLease: Duration(15 * time.Minute),
+		IdempotencyTTL:   Duration(24 * time.Hour),
 	}
 }
 
@@ -146,9 +185,14 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.Path, "/") || c.Path == "/healthz" || c.Path == "/readyz" {
 		bad("path", "must start with / and not be /healthz or /readyz, got %q", c.Path)
 	}
-	if len(c.Upstreams) == 0 {
-		bad("upstreams", "at least one upstream is required")
+	switch {
+	case c.Discovery.DNSName != "" && len(c.Upstreams) > 0:
+		bad("discovery.dns_name", "use either upstreams or discovery, not both")
+	case c.Discovery.DNSName == "" && len(c.Upstreams) == 0:
+		bad("upstreams", "at least one upstream (or discovery.dns_name) is required")
 	}
+	c.validateDiscovery(bad)
+	c.validateHealthCheck(bad)
 	seen := map[string]bool{}
 	for i, u := range c.Upstreams {
 		key := fmt.Sprintf("upstreams[%d]", i)
@@ -203,6 +247,17 @@ func (c *Config) Validate() error {
 	nonNeg(bad, "grace", time.Duration(c.Grace))
 	if d := time.Duration(c.DrainDelay); d < 0 || d > 5*time.Minute {
 		bad("drain_delay", "must be between 0s and 5m, got %s", d)
+	}
+	switch {
+	case c.Idempotency != "memory" && c.Idempotency != "redis" && c.Idempotency != "off":
+		bad("idempotency", "must be memory, redis or off, got %q", c.Idempotency)
+	case c.Idempotency == "redis" && c.RedisURL == "":
+		bad("redis_url", "required when idempotency is redis")
+	case c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://"):
+		bad("redis_url", "want a redis:// or rediss:// URL")
+	}
+	if c.IdempotencyLease <= 0 || c.IdempotencyTTL <= 0 {
+		bad("idempotency_lease", "idempotency_lease and idempotency_ttl must be positive")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -272,4 +327,42 @@ func decode(b []byte) (Config, error) {
 		return Config{}, fmt.Errorf("parsing yaml: %w", err)
 	}
 	return c, nil
+}
+
+func (c *Config) validateDiscovery(bad func(string, string, ...any)) {
+	d := c.Discovery
+	if d.DNSName == "" {
+		return
+	}
+	if d.Port < 1 || d.Port > 65535 {
+		bad("discovery.port", "want a port from 1 to 65535, got %d", d.Port)
+	}
+	if d.Scheme != "http" && d.Scheme != "https" {
+		bad("discovery.scheme", "must be http or https, got %q", d.Scheme)
+	}
+	if !strings.HasPrefix(d.Path, "/") {
+		bad("discovery.path", "must start with /, got %q", d.Path)
+	}
+	if d.Interval < Duration(time.Second) {
+		bad("discovery.interval", "must be at least 1s, got %s", d.Interval)
+	}
+}
+
+func (c *Config) validateHealthCheck(bad func(string, string, ...any)) {
+	h := c.HealthCheck
+	if h.Interval == 0 {
+		return
+	}
+	if h.Interval < Duration(100*time.Millisecond) {
+		bad("health_check.interval", "must be 0 (off) or at least 100ms, got %s", h.Interval)
+	}
+	if h.Timeout <= 0 || h.Timeout > h.Interval {
+		bad("health_check.timeout", "must be positive and at most the interval, got %s", h.Timeout)
+	}
+	if h.Fall < 1 || h.Rise < 1 {
+		bad("health_check.fall", "fall and rise must be at least 1")
+	}
+	if !strings.HasPrefix(h.Path, "/") {
+		bad("health_check.path", "must start with /, got %q", h.Path)
+	}
 }

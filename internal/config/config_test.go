@@ -51,6 +51,7 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"negative keepalive", base + "keepalive: -1s\n", "keepalive"},
 		{"bad balance", base + "balance: random\n", "balance"},
 		{"no upstreams", "listen: 127.0.0.1:1\n", "upstreams"},
+		{"unknown nested key", base + "health_check: {intervall: 1s}\n", "intervall"},
 		{"bad upstream url", "upstreams:\n  - url: ftp://x/\n", "upstreams[0].url"},
 		{"duplicate names", base + "  - url: http://127.0.0.1:1/other\n", "upstreams[1].name"},
 		{"bad listen", base + "listen: nowhere\n", "listen"},
@@ -63,6 +64,13 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"header without proxies", base + "trusted_proxy_header: X-Forwarded-For\n", "trusted_proxies"},
 		{"bad proxy cidr", base + "trusted_proxies: [10.0.0.0/99]\ntrusted_proxy_header: X-Forwarded-For\n", "trusted_proxies"},
 		{"negative epsilon", base + "hash_epsilon: -1\n", "hash_epsilon"},
+		{"bad idempotency", base + "idempotency: disk\n", "idempotency"},
+		{"upstreams and discovery", base + "discovery: {dns_name: mcp.svc, port: 8080}\n", "discovery.dns_name"},
+		{"discovery without port", "discovery: {dns_name: mcp.svc}\n", "discovery.port"},
+		{"health timeout over interval", base + "health_check: {interval: 1s, timeout: 2s}\n", "health_check.timeout"},
+		{"health fall zero", base + "health_check: {fall: 0}\n", "health_check.fall"},
+		{"redis without url", base + "idempotency: redis\n", "redis_url"},
+		{"bad redis url", base + "idempotency: redis\nredis_url: http://x\n", "redis_url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,8 +7,10 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -17,6 +19,16 @@ import (
 // random keys.
 func (c *Config) GatewayOptions() (*gateway.Options, error) {
 	o := c.gatewayOptions()
+	switch c.Idempotency {
+	case "off":
+		o.NoIdempotency = true
+	case "redis":
+		client, err := store.NewRedisClient(c.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("redis_url: %w", err)
+		}
+		o.Idempotency = idem.NewRedis(client, "mcpfleet:idem:", nil)
+	}
 	if len(c.TrustedProxies) > 0 {
 		p, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader)
 		if err != nil {
@@ -57,18 +69,20 @@ func (c *Config) gatewayOptions() *gateway.Options {
 		retries = -1 // never
 	}
 	return &gateway.Options{
-		Path:            c.Path,
-		Balance:         p,
-		HashEpsilon:     eps,
-		HashMinLoad:     minLoad,
-		KeepAlive:       keep,
-		MaxBodyBytes:    c.MaxBodyBytes,
-		MaxEventBytes:   c.MaxEventBytes,
-		BodyReadTimeout: time.Duration(c.BodyReadTimeout),
-		WriteTimeout:    time.Duration(c.WriteTimeout),
-		Retries:         retries,
-		DialTimeout:     time.Duration(c.DialTimeout),
-		AllowAnyHost:    c.AllowAnyHost,
+		Path:             c.Path,
+		Balance:          p,
+		HashEpsilon:      eps,
+		IdempotencyLease: time.Duration(c.IdempotencyLease),
+		IdempotencyTTL:   time.Duration(c.IdempotencyTTL),
+		HashMinLoad:      minLoad,
+		KeepAlive:        keep,
+		MaxBodyBytes:     c.MaxBodyBytes,
+		MaxEventBytes:    c.MaxEventBytes,
+		BodyReadTimeout:  time.Duration(c.BodyReadTimeout),
+		WriteTimeout:     time.Duration(c.WriteTimeout),
+		Retries:          retries,
+		DialTimeout:      time.Duration(c.DialTimeout),
+		AllowAnyHost:     c.AllowAnyHost,
 	}
 }
 
@@ -86,4 +100,31 @@ func (c *Config) Level() slog.Level {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(c.LogLevel)) // validated
 	return l
+}
+
+// CheckOptions returns the health checker's options, or nil when active
+// checks are off.
+func (c *Config) CheckOptions(onChange func(string, upstream.State, upstream.State), log *slog.Logger) *upstream.CheckOptions {
+	h := c.HealthCheck
+	if h.Interval == 0 {
+		return nil
+	}
+	return &upstream.CheckOptions{
+		Interval: time.Duration(h.Interval), Timeout: time.Duration(h.Timeout),
+		Fall: h.Fall, Rise: h.Rise, Path: h.Path, Host: h.Host,
+		OnChange: onChange, Logger: log,
+	}
+}
+
+// DiscoverOptions returns the DNS discoverer's options, or nil when the
+// replicas are a static list.
+func (c *Config) DiscoverOptions(log *slog.Logger) *upstream.DiscoverOptions {
+	d := c.Discovery
+	if d.DNSName == "" {
+		return nil
+	}
+	return &upstream.DiscoverOptions{
+		Name: d.DNSName, Port: d.Port, Scheme: d.Scheme, Path: d.Path,
+		Interval: time.Duration(d.Interval), Logger: log,
+	}
 }

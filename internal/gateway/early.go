@@ -83,7 +83,7 @@ func (g *Gateway) relayLate(sw *sse.Writer, r *http.Request, q *request, resp *h
 	if err == nil && json.Valid(body) && len(bytes.TrimSpace(body)) > 0 {
 		// The replica's JSON answer (a result, or its own JSON-RPC error)
 		// becomes one event.
-		g.noteAnswer(q, body, rec.replica)
+		g.noteAnswer(q, body, rec)
 		_ = sw.WriteEvent(jsonEvent(body))
 		rec.events++
 		return

@@ -158,7 +158,13 @@ func (r *raw) post(ctx context.Context, id int, method string, params map[string
 		h.Set("Mcp-Protocol-Version", r.version)
 	}
 	if r.version == "2026-07-28" {
-		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": r.version, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
+		meta, _ := params["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta["io.modelcontextprotocol/protocolVersion"] = r.version
+		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+		params["_meta"] = meta
 		h.Set("Mcp-Method", method)
 		if name, ok := params["name"].(string); ok {
 			h.Set("Mcp-Name", name)

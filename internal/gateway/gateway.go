@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
@@ -29,6 +30,7 @@ type Gateway struct {
 	tasks       *session.Tasks   // 2026-07-28 task -> replica
 	aff         *affinity        // routing keys and rings for the hash policy
 	annotations *annotations     // which tools may run twice
+	idem        idem.Store       // idempotency records; nil: off
 	fwd         forwarder
 	log         *slog.Logger
 	metrics     *Metrics
@@ -72,6 +74,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		endStandalone: endStandalone,
 		aff:           aff,
 		annotations:   newAnnotations(),
+		idem:          o.Idempotency,
 		opts:          o,
 		fleet:         fleet,
 		keys:          keys,
@@ -157,11 +160,22 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveFanout(w, r, q, route.snap, rec)
 		return
 	}
-	// 3. Forward, moving on only from replicas the request never reached.
+	// 3. Deduplicate: a call that names itself one logical call runs once.
+	if key, ttl := g.idempotencyKey(r, q); key != "" {
+		c, answered := g.claimOrAnswer(r.Context(), w, q, key, ttl, rec)
+		if answered {
+			return
+		}
+		if c != nil {
+			rec.claim = c
+			defer g.settle(c)
+		}
+	}
+	// 4. Forward, moving on only from replicas the request never reached.
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
 	out := g.forwardAsync(ctx, r, q, route, rec)
-	// 4. Answer: pass the replica's answer through; if it keeps a streamable
+	// 5. Answer: pass the replica's answer through; if it keeps a streamable
 	// request waiting past the keep-alive interval, open the SSE stream
 	// ourselves so keep-alives can flow before the replica says anything.
 	res, early := g.await(w, r, q, out, rec)
@@ -182,9 +196,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, errSessionNotFound, q.id())
 		return
 	}
-	// 5. Learn: remember the session a replica minted; forget ended ones.
+	// 6. Learn: remember the session a replica minted; forget ended ones.
 	g.learn(q, res.rep, res.resp)
-	// 6. Relay: JSON as is, SSE event by event.
+	// 7. Relay: JSON as is, SSE event by event.
 	if early != nil {
 		g.relayLate(early, r, q, res.resp, rec)
 		return

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -19,6 +20,9 @@ type Metrics struct {
 	keepAlives    prometheus.Counter
 	retries       *prometheus.CounterVec
 	sessionMisses *prometheus.CounterVec
+	idempotency   *prometheus.CounterVec
+	healthChanges *prometheus.CounterVec
+	noneEligible  prometheus.Counter
 }
 
 func newMetrics(g *Gateway) *Metrics {
@@ -50,7 +54,19 @@ func newMetrics(g *Gateway) *Metrics {
 			Help: "Legacy requests answered 404 (-32001), by reason.",
 		}, []string{"reason"}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.streams, m.keepAlives, m.retries, m.sessionMisses,
+	m.idempotency = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_idempotency_total",
+		Help: "Idempotent calls: replayed (answered from the record), waited (for a running first execution), unavailable (store down: ran without deduplication).",
+	}, []string{"outcome"})
+	m.healthChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_replica_health_changes_total",
+		Help: "Replica health state changes, by replica, from and to (up, down, draining).",
+	}, []string{"replica", "from", "to"})
+	m.noneEligible = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpfleet_none_eligible_total",
+		Help: "Requests that found no healthy replica and were sent to one anyway.",
+	})
+	m.reg.MustRegister(m.noneEligible, m.healthChanges, m.idempotency, m.requests, m.duration, m.streams, m.keepAlives, m.retries, m.sessionMisses,
 		&fleetCollector{g: g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_tasks",
@@ -73,15 +89,35 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // at scrape time, so replicas that leave the fleet leave the metrics too.
 type fleetCollector struct{ g *Gateway }
 
-var inFlightDesc = prometheus.NewDesc("mcpfleet_replica_in_flight",
-	"Requests being forwarded to each replica.", []string{"replica"}, nil)
+var (
+	inFlightDesc = prometheus.NewDesc("mcpfleet_replica_in_flight",
+		"Requests being forwarded to each replica.", []string{"replica"}, nil)
+	stateDesc = prometheus.NewDesc("mcpfleet_replica_state",
+		"1 for each replica's health state (up, down, draining), 0 for the others.", []string{"replica", "state"}, nil)
+)
 
-func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) { ch <- inFlightDesc }
+func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inFlightDesc
+	ch <- stateDesc
+}
 
 func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.g.fleet.Snapshot()
 	for i := range s.Len() {
-		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue,
-			float64(s.InFlight(i)), s.At(i).Name())
+		rep := s.At(i)
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(s.InFlight(i)), rep.Name())
+		for _, st := range []upstream.State{upstream.StateUp, upstream.StateDown, upstream.StateDraining} {
+			v := 0.0
+			if rep.State() == st {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, v, rep.Name(), st.String())
+		}
 	}
+}
+
+// HealthChanged counts a replica's health state change; pass it as
+// upstream.CheckOptions.OnChange.
+func (m *Metrics) HealthChanged(replica string, from, to upstream.State) {
+	m.healthChanges.WithLabelValues(replica, from.String(), to.String()).Inc()
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 )
@@ -58,6 +59,16 @@ type Options struct {
 	// keys; nil means a random salt (routing then differs between gateway
 	// processes). At least 16 bytes.
 	RoutingSalt []byte
+	// Idempotency keeps the records that make a re-issued call run once;
+	// nil means an in-memory store (one gateway process). Set NoIdempotency
+	// to turn deduplication off.
+	Idempotency   idem.Store
+	NoIdempotency bool
+	// IdempotencyLease bounds how long a running call holds its record
+	// (a crashed gateway's claim ends then); 0 means 15 min.
+	IdempotencyLease time.Duration
+	// IdempotencyTTL is how long a recorded answer is kept; 0 means 24 h.
+	IdempotencyTTL time.Duration
 	// MaxTasks bounds the task registry; 0 means 100,000.
 	MaxTasks int
 }
@@ -79,6 +90,14 @@ func (o *Options) withDefaults() Options {
 	def(&v.BodyReadTimeout, 30*time.Second)
 	def(&v.WriteTimeout, 30*time.Second)
 	def(&v.DialTimeout, 5*time.Second)
+	def(&v.IdempotencyLease, 15*time.Minute)
+	def(&v.IdempotencyTTL, 24*time.Hour)
+	switch {
+	case v.NoIdempotency:
+		v.Idempotency = nil
+	case v.Idempotency == nil:
+		v.Idempotency = idem.NewMemory(nil)
+	}
 	if v.MaxBodyBytes == 0 {
 		v.MaxBodyBytes = 4 << 20
 	}

@@ -20,6 +20,7 @@ type record struct {
 	rejected       bool // answered by the gateway itself
 	early          bool // the gateway opened the SSE stream before the replica answered
 	upstreamStatus int
+	claim          *claim // the request's idempotency claim, if it holds one
 	clientGone     bool
 	upstreamCut    bool
 	events         int

@@ -40,13 +40,13 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 		defer copyBufs.Put(bp)
 		var dst io.Writer = cw
 		var seen *capture
-		if watchesTasks(q) || watchesTools(q) {
+		if watchesTasks(q) || watchesTools(q) || rec.claim != nil {
 			seen = &capture{max: 1 << 20}
 			dst = io.MultiWriter(cw, seen)
 		}
 		n, err := io.CopyBuffer(dst, resp.Body, *bp)
 		if seen != nil && !seen.over {
-			g.noteAnswer(q, seen.b, rec.replica)
+			g.noteAnswer(q, seen.b, rec)
 		}
 		rec.bytes = n
 		if err != nil {
@@ -100,8 +100,8 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			return
 		}
 		rec.events++
-		if watchesTasks(q) || watchesTools(q) {
-			g.noteAnswer(q, sse.Parse(block).Data, rec.replica)
+		if watchesTasks(q) || watchesTools(q) || rec.claim != nil {
+			g.noteAnswer(q, sse.Parse(block).Data, rec)
 		}
 		if rec.clientGone {
 			continue

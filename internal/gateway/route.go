@@ -96,7 +96,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 	for retries := 0; ; retries++ {
 		rep, idx := t.pinned, -1
 		if rep == nil {
-			if idx = balance.Pick(g.opts.Balance, t.snap, in, tried); idx < 0 {
+			if idx = g.pick(t.snap, in, tried); idx < 0 {
 				if retries == 0 {
 					return nil, nil, errNoReplica
 				}
@@ -130,6 +130,23 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 	}
 }
 
+// pick chooses a replica for new work. When health checks have taken every
+// replica out, it picks among all of them rather than refuse the request,
+// as nginx does: a dead replica then fails the dial, and the request moves
+// on or fails as it would have anyway.
+func (g *Gateway) pick(snap *upstream.Snapshot, in balance.Input, tried []int) int {
+	if idx := balance.Pick(g.opts.Balance, snap, in, tried); idx >= 0 || len(tried) > 0 {
+		return idx
+	}
+	g.metrics.noneEligible.Inc()
+	return balance.Pick(g.opts.Balance, allEligible{snap}, in, tried)
+}
+
+// allEligible is a snapshot whose every replica counts as eligible.
+type allEligible struct{ *upstream.Snapshot }
+
+func (allEligible) Eligible(int) bool { return true }
+
 // errDrainingAnswer marks a replica's 503 {"status":"draining"} answer.
 var errDrainingAnswer = errors.New("replica is draining")
 
@@ -141,6 +158,9 @@ func (g *Gateway) attempt(ctx context.Context, r *http.Request, q *request, rep 
 	if err != nil {
 		rep.Release()
 		if !delivered {
+			if ctx.Err() == nil {
+				rep.ReportConnectFailure() // passive health: counts as a failed check
+			}
 			return nil, balance.NotDelivered, err
 		}
 		return nil, balance.Delivered, err
@@ -148,8 +168,10 @@ func (g *Gateway) attempt(ctx context.Context, r *http.Request, q *request, rep 
 	if resp.StatusCode == http.StatusServiceUnavailable && isDrainingAnswer(resp) {
 		resp.Body.Close()
 		rep.Release()
+		rep.ReportDraining()
 		return nil, balance.RefusedDraining, errDrainingAnswer
 	}
+	rep.ReportSuccess()
 	return resp, balance.Delivered, nil
 }
 

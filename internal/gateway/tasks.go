@@ -50,9 +50,12 @@ func (g *Gateway) noteTask(msg []byte, replica string) {
 	g.tasks.Put(id, replica, now, now.Add(life))
 }
 
-// noteAnswer learns from one message of a replica's answer: the task a
-// tools/call created, or the tool annotations of a tools/list.
-func (g *Gateway) noteAnswer(q *request, msg []byte, replica string) {
+// noteAnswer learns from one message of a replica's answer: the final
+// response of an idempotent call, the task a tools/call created, or the
+// tool annotations of a tools/list.
+func (g *Gateway) noteAnswer(q *request, msg []byte, rec *record) {
+	noteResult(rec, q, msg)
+	replica := rec.replica
 	switch {
 	case watchesTasks(q):
 		g.noteTask(msg, replica)

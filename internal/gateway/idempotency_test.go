@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func mutateArgs(key string, seconds float64) map[string]any {
+	return map[string]any{"name": "mutate", "arguments": map[string]any{"key": key, "seconds": seconds, "at": 0.5}}
+}
+
+func readAllClose(t *testing.T, r *raw, id int, params map[string]any, hdr map[string]string) (int, string) {
+	t.Helper()
+	resp := r.post(context.Background(), id, "tools/call", params, hdr)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(b)
+}
+
+// TestIdempotentCallRunsOnce: duplicates of a keyed call, concurrent and
+// later, run it once; every duplicate gets the first's answer under its own
+// id; another caller's same key is another call.
+func TestIdempotentCallRunsOnce(t *testing.T) {
+	f := startFleet(t, 3, nil)
+	r := newRaw(t, f.url(), "2026-07-28")
+	alice := map[string]string{"Authorization": "Bearer alice", "Idempotency-Key": "op-1"}
+	var wg sync.WaitGroup
+	answers := make([]string, 4)
+	for i := range answers {
+		wg.Go(func() {
+			code, body := readAllClose(t, r, 100+i, mutateArgs("k", 0.6), alice)
+			if code != 200 {
+				t.Errorf("duplicate %d: status %d", i, code)
+			}
+			answers[i] = body
+		})
+	}
+	wg.Wait()
+	if got := f.count("k"); got != 1 {
+		t.Fatalf("4 concurrent duplicates mutated %d times, want 1", got)
+	}
+	for i, a := range answers {
+		if !strings.Contains(a, "mutated k on") || !strings.Contains(a, `"id":`+itoa(100+i)) {
+			t.Errorf("duplicate %d answered %q", i, a)
+		}
+	}
+	// Later, with the key in _meta instead of the header: the recorded answer.
+	params := mutateArgs("k", 0.1)
+	params["_meta"] = map[string]any{"io.mcpfleet/idempotency-key": "op-1"}
+	if code, body := readAllClose(t, r, 200, params, map[string]string{"Authorization": "Bearer alice"}); code != 200 || !strings.Contains(body, `"id":200`) {
+		t.Fatalf("later duplicate: %d %s", code, body)
+	}
+	if got := f.count("k"); got != 1 {
+		t.Errorf("a later duplicate ran again: %d mutations", got)
+	}
+	if n := testutil.ToFloat64(f.gw.metrics.idempotency.WithLabelValues("replayed")); n < 1 {
+		t.Errorf("replayed = %v", n)
+	}
+	// Another caller with the same key is another logical call.
+	readAllClose(t, r, 300, mutateArgs("k", 0), map[string]string{"Authorization": "Bearer bob", "Idempotency-Key": "op-1"})
+	if got := f.count("k"); got != 2 {
+		t.Errorf("bob's call with alice's key: %d mutations, want 2", got)
+	}
+}
+
+// TestLegacyResendRunsOnce: a legacy client re-sending the same JSON-RPC id
+// within its session gets the recorded answer; the call ran once.
+func TestLegacyResendRunsOnce(t *testing.T) {
+	f := startFleet(t, 2, nil)
+	r := newRaw(t, f.url(), "2025-11-25")
+	r.initialize()
+	for range 3 {
+		if code, body := readAllClose(t, r, 7, mutateArgs("L", 0), nil); code != 200 || !strings.Contains(body, "mutated L") {
+			t.Fatalf("re-send: %d %s", code, body)
+		}
+	}
+	if got := f.count("L"); got != 1 {
+		t.Errorf("3 sends of id 7 mutated %d times, want 1", got)
+	}
+	readAllClose(t, r, 8, mutateArgs("L", 0), nil)
+	if got := f.count("L"); got != 2 {
+		t.Errorf("a new id did not run: %d mutations", got)
+	}
+}
+
+// TestCancelledCallIsReleased: a 2026-07-28 call whose client drops it
+// before it mutates leaves no record; the re-issue runs, once.
+func TestCancelledCallIsReleased(t *testing.T) {
+	f := startFleet(t, 3, &Options{KeepAlive: 200 * time.Millisecond})
+	r := newRaw(t, f.url(), "2026-07-28")
+	hdr := map[string]string{"Authorization": "Bearer carol", "Idempotency-Key": "op-c"}
+	ctx, drop := context.WithCancel(context.Background())
+	resp := r.post(ctx, 1, "tools/call", mutateArgs("c", 1.6), hdr)
+	time.Sleep(300 * time.Millisecond)
+	drop()
+	resp.Body.Close()
+	time.Sleep(200 * time.Millisecond)
+	if code, body := readAllClose(t, r, 2, mutateArgs("c", 0), hdr); code != 200 || !strings.Contains(body, "mutated c") {
+		t.Fatalf("re-issue: %d %s", code, body)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if got := f.count("c"); got != 1 {
+		t.Errorf("cancelled call and its re-issue mutated %d times, want 1", got)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,22 @@
+package redistest
+
+import "testing"
+
+func TestStartAnswersAndStops(t *testing.T) {
+	var addr string
+	t.Run("server", func(t *testing.T) {
+		addr = Start(t)
+		if err := ping(addr); err != nil {
+			t.Fatalf("PING %s: %v", addr, err)
+		}
+		if other := Start(t); other == addr {
+			t.Errorf("two servers share %s", addr)
+		}
+	})
+	if addr == "" {
+		t.Skip("no server was started")
+	}
+	if err := ping(addr); err == nil {
+		t.Errorf("%s still answers after its test ended", addr)
+	}
+}
