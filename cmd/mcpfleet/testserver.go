@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 )
@@ -32,12 +31,12 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	opts := &testserver.Options{Era: *era, Logger: log}
 	if *ledger != "" {
-		f, err := os.OpenFile(*ledger, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		l, err := testserver.OpenLedger(*ledger)
 		if err != nil {
-			return fmt.Errorf("opening ledger: %w", err)
+			return err
 		}
-		defer f.Close()
-		opts.Ledger = f
+		defer l.Close()
+		opts.Ledger = l
 	}
 	srv, err := testserver.New(*name, opts)
 	if err != nil {

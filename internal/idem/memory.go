@@ -153,14 +153,14 @@ func (m *Memory) Complete(ctx context.Context, key, token string, result []byte,
 	if err := ctxErr(ctx, "completing idempotency key"); err != nil {
 		return err
 	}
+	if err := checkResult(result, m.maxResult); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	r, err := m.ownedLocked(key, token, now)
 	if err != nil {
-		return err
-	}
-	if err := checkResult(result, m.maxResult); err != nil {
 		return err
 	}
 	for m.bytes+len(result) > m.maxBytes && m.done.Len() > 0 {

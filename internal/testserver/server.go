@@ -96,9 +96,10 @@ type Server struct {
 	stopped context.Context
 	stop    context.CancelFunc
 
-	mu     sync.Mutex     // guards counts and writes to ledger
-	counts map[string]int // mutations per key on this replica
-	ledger io.Writer
+	mu      sync.Mutex      // guards counts, applied and writes to ledger
+	counts  map[string]int  // mutations per key on this replica
+	applied map[string]bool // key + NUL + op of mutations applied here
+	ledger  io.Writer
 }
 
 // New returns a Server called name, which whoami reports and which must not
@@ -124,12 +125,13 @@ func New(name string, opts *Options) (*Server, error) {
 		o.ShutdownGrace = ShutdownGrace
 	}
 	s := &Server{
-		name:   name,
-		era:    o.Era,
-		grace:  o.ShutdownGrace,
-		logger: o.Logger,
-		counts: make(map[string]int),
-		ledger: o.Ledger,
+		name:    name,
+		era:     o.Era,
+		grace:   o.ShutdownGrace,
+		logger:  o.Logger,
+		counts:  make(map[string]int),
+		applied: make(map[string]bool),
+		ledger:  o.Ledger,
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{
 		Logger:                    quiet(o.Logger),
@@ -161,16 +163,39 @@ func (s *Server) Count(key string) int {
 }
 
 // increment records one mutation of key.
-func (s *Server) increment(key string) {
+// increment applies one mutation of key. With op (the call's idempotency
+// key) it applies at most once per (key, op): in this replica's memory, and
+// across the fleet and restarts when the ledger is a shared *Ledger. It
+// reports whether it mutated.
+func (s *Server) increment(key, op string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.counts[key]++
-	if s.ledger != nil {
-		line := strconv.Quote(key) + " " + strconv.Quote(s.name) + " " + time.Now().UTC().Format(time.RFC3339Nano) + "\n"
+	if op != "" {
+		if s.applied[key+"\x00"+op] {
+			return false
+		}
+		s.applied[key+"\x00"+op] = true
+	}
+	line := strconv.Quote(key) + " " + strconv.Quote(s.name) + " " + time.Now().UTC().Format(time.RFC3339Nano)
+	if op != "" {
+		line += " " + strconv.Quote(op)
+	}
+	line += "\n"
+	if l, ok := s.ledger.(*Ledger); ok && op != "" {
+		first, err := l.applyOnce(key, op, []byte(line))
+		if err != nil {
+			s.logger.Error("writing the ledger failed", "error", err)
+		}
+		if !first {
+			return false
+		}
+	} else if s.ledger != nil {
 		if _, err := io.WriteString(s.ledger, line); err != nil {
 			s.logger.Error("writing the ledger failed", "error", err)
 		}
 	}
+	s.counts[key]++
+	return true
 }
 
 // stoppable is MCP middleware that ends the handler's context when s.stop

@@ -143,7 +143,7 @@ func (s *Server) notifyProgress(ctx context.Context, req *mcp.CallToolRequest, d
 // mutate runs in.Seconds and increments in.Key at fraction in.At of the run.
 // Cancelled before that point it has changed nothing; cancelled after, the
 // mutation stays. Either way a cancelled call is an error.
-func (s *Server) mutate(ctx context.Context, _ *mcp.CallToolRequest, in mutateInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) mutate(ctx context.Context, req *mcp.CallToolRequest, in mutateInput) (*mcp.CallToolResult, any, error) {
 	if in.Key == "" {
 		return nil, nil, errors.New("mutating: empty key")
 	}
@@ -162,11 +162,14 @@ func (s *Server) mutate(ctx context.Context, _ *mcp.CallToolRequest, in mutateIn
 	if err := pause(ctx, before); err != nil {
 		return nil, nil, fmt.Errorf("mutating %s: cancelled before the mutation: %w", in.Key, err)
 	}
-	s.increment(in.Key)
+	verb := "mutated"
+	if !s.increment(in.Key, opOf(req)) {
+		verb = "already mutated" // a re-execution of the same operation
+	}
 	if err := pause(ctx, d-before); err != nil {
 		return nil, nil, fmt.Errorf("mutating %s: cancelled after the mutation: %w", in.Key, err)
 	}
-	return text(fmt.Sprintf("mutated %s on %s", in.Key, s.name)), nil, nil
+	return text(fmt.Sprintf("%s %s on %s", verb, in.Key, s.name)), nil, nil
 }
 
 // pause waits d, or returns the cause of ctx ending first. A context already
@@ -212,4 +215,20 @@ func (s *Server) AddTool(name string) {
 		func(context.Context, *mcp.CallToolRequest, noInput) (*mcp.CallToolResult, any, error) {
 			return text(name), nil, nil
 		})
+}
+
+// opOf returns the call's idempotency key: the _meta member
+// io.mcpfleet/idempotency-key, or the Idempotency-Key header. mutate
+// applies each (key, op) once: a re-executed call recognises itself.
+func opOf(req *mcp.CallToolRequest) string {
+	if req == nil || req.Params == nil {
+		return ""
+	}
+	if v, ok := req.Params.GetMeta()["io.mcpfleet/idempotency-key"].(string); ok {
+		return v
+	}
+	if req.Extra != nil && req.Extra.Header != nil {
+		return req.Extra.Header.Get("Idempotency-Key")
+	}
+	return ""
 }
