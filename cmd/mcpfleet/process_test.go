@@ -152,3 +152,75 @@ func postSession(t *testing.T, url, session string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestReloadOnHangup: a gateway process re-reads its config file on SIGHUP
+// and routes to the new upstreams; a file that does not validate changes
+// nothing.
+func TestReloadOnHangup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	var addrs []string
+	for _, name := range []string{"old", "new"} {
+		addr := freeAddr(t)
+		startProcess(t, "testserver", "--listen", addr, "--name", name)
+		waitHealthy(t, "http://"+addr+"/health")
+		addrs = append(addrs, addr)
+	}
+	gw := freeAddr(t)
+	cfgPath := filepath.Join(t.TempDir(), "fleet.yaml")
+	write := func(body string) {
+		if err := os.WriteFile(cfgPath, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("listen: " + gw + "\nupstreams: [{name: old, url: 'http://" + addrs[0] + "/mcp'}]\n")
+	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	waitHealthy(t, "http://"+gw+"/readyz")
+	if got := whoami(t, gw); got != "old" {
+		t.Fatalf("before the reload: %s", got)
+	}
+	write("listen: " + gw + "\nupstreams: [{name: new, url: 'ftp://nowhere'}]\n") // invalid
+	cmd.Process.Signal(syscall.SIGHUP)
+	time.Sleep(300 * time.Millisecond)
+	if got := whoami(t, gw); got != "old" {
+		t.Fatalf("an invalid reload changed the fleet: %s", got)
+	}
+	write("listen: " + gw + "\nupstreams: [{name: new, url: 'http://" + addrs[1] + "/mcp'}]\n")
+	cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(5 * time.Second)
+	for whoami(t, gw) != "new" {
+		if time.Now().After(deadline) {
+			t.Fatal("the reload never took effect")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// whoami asks the fleet behind gw which replica answers (2026-07-28).
+func whoami(t *testing.T, gw string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "whoami"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, n := range []string{"old", "new"} {
+		if strings.Contains(string(b), `"text":"`+n+`"`) {
+			return n
+		}
+	}
+	return string(b)
+}
