@@ -3,12 +3,17 @@ package gateway
 import (
 	"context"
 	"io"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/idem"
+	"github.com/mcpfleet/mcpfleet/internal/store"
+	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -112,3 +117,40 @@ func TestCancelledCallIsReleased(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestIdempotencyAcrossGatewaysInRedis: two gateway processes sharing a real
+// redis-server run a keyed call once: a duplicate sent to the other gateway,
+// during and after the first, gets the first's answer.
+func TestIdempotencyAcrossGatewaysInRedis(t *testing.T) {
+	addr := redistest.Start(t)
+	f := startFleet(t, 2, nil)
+	var specs []upstream.Spec
+	for i, hs := range f.replicas {
+		specs = append(specs, upstream.Spec{Name: f.servers[i].Name(), URL: hs.URL + "/mcp"})
+	}
+	var fronts []string
+	for range 2 {
+		client, err := store.NewRedisClient("redis://" + addr + "/0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw := startGatewayOn(t, specs, &Options{Idempotency: idem.NewRedis(client, "test:idem:", nil), RoutingSalt: []byte("shared-salt-0123456789")}, io.Discard)
+		hs := httptest.NewServer(gw)
+		t.Cleanup(hs.Close)
+		fronts = append(fronts, hs.URL+"/mcp")
+	}
+	hdr := map[string]string{"Authorization": "Bearer dave", "Idempotency-Key": "op-r"}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			r := newRaw(t, fronts[i%2], "2026-07-28")
+			if code, body := readAllClose(t, r, i+1, mutateArgs("r", 0.5), hdr); code != 200 || !strings.Contains(body, "mutated r") {
+				t.Errorf("duplicate %d: %d %s", i, code, body)
+			}
+		})
+	}
+	wg.Wait()
+	if got := f.count("r"); got != 1 {
+		t.Errorf("4 duplicates over two gateways mutated %d times, want 1", got)
+	}
+}
