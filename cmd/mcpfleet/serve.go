@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
@@ -82,6 +83,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{err}
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.Level()}))
+	store.SetLogger(log)
 	gw, err := startGateway(cfg, *path, log)
 	if err != nil {
 		return err
