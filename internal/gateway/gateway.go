@@ -196,7 +196,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, errSessionNotFound, q.id())
 		return
 	}
-	// 6. Learn: remember the session a replica minted; forget ended ones.
+	// 6. Seal the session a replica minted; never show a replica's own ID.
 	g.learn(q, res.rep, res.resp)
 	// 7. Relay: JSON as is, SSE event by event.
 	if early != nil {
