@@ -23,6 +23,7 @@ commands:
   testserver   run one MCP test server (official Go SDK), both protocol eras
   secret       print a new secret file (session keys, routing salt) for serve
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
+  sim          simulate a fleet on virtual time with the gateway's own routing code; missions
 
 Run 'mcpfleet <command> -h' for a command's flags.
 `
@@ -51,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"testserver": runTestserver,
 		"secret":     runSecret,
 		"probe":      runProbe,
+		"sim":        runSim,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -1,0 +1,41 @@
+package sim
+
+// assumptions are the model's decisions where LAB-MODEL.md and seed 000
+// are silent. Every Result lists them.
+var assumptions = []string{
+	"network time is zero except one round trip (round_trip_s) for a re-initialization, a reconnect, and the pause before a re-issue",
+	"a client initializes its session before its first call, outside that call's latency; later initializes are re-initializations",
+	"a client holds one session; a 404 drops it, and the next send re-initializes through the balancer before re-issuing",
+	"every re-send of a call, for any cause (404, cancel by a cut or kill, stream out of reach, 503), counts against max_reissues; the call is given up when one more would be needed",
+	"a reconnect (GET with Last-Event-ID) is not a re-issue and costs no budget",
+	"a stream's first byte is sent when the replica accepts the request, waiting or not; ordinary calls send no progress; slow calls send progress every progress interval from their start",
+	"a keep-alive at most as long as the idle timeout prevents every cut; a longer one never does (the cut comes first)",
+	"a 2025-11-25 stream that is abandoned (re-issued instead of resumed) is not cancelled: its execution runs on and its mutation counts",
+	"with local sessions a stream is resumable only on its own replica, in the same generation, under the client's current session",
+	"with a shared store a resume of a killed call finds it gone and the client re-issues it; resumes count only streams reattached",
+	"draining and rebooting replicas take no new work in every routing mode (the deploy takes them out of the balancer's rotation)",
+	"mcpfleet with local sessions sends a session's requests to the replica its sealed ID names, as the gateway's route does; a draining replica refuses new work (503 draining) and a rebooting one the connection, and the gateway answers 404 so the client re-initializes elsewhere",
+	"a resume (GET with Last-Event-ID) of a running call is not new work: a draining replica serves it when the balancer sends it there (mcpfleet does for sealed sessions; round-robin and affinity take draining replicas out of rotation for every request)",
+	"mcpfleet learns at once that a replica drains or reboots (health state), so balance.Pick never picks it for new work",
+	"affinity and mcpfleet hash the client's identity; the session belongs to the client, so the hash of the client is the hash of its session",
+	"a kill ends running and waiting executions alike; each counts as killed",
+	"the rolling deploy drains replicas in index order, the next one starting when the previous is back up; deploy events after the last call is resolved are not run",
+	"a request the balancer can place nowhere gets 503 and is re-issued after 1 s",
+	"mutations are counted per logical call; with idempotency a re-execution of a call that already mutated does not mutate again",
+	"latency percentiles are over completed calls only (nearest rank); failed calls are counted apart",
+	"utilization is busy slot-time within the traffic window over slot-time of that window",
+	"cost (replica-seconds) is replicas times the time the last call was resolved, reboots included",
+	"the hot client is drawn uniformly from the clients, from its own random stream, and its extra calls from that stream",
+	"a slow call's duration (slow_min_s to slow_max_s) replaces its ordinary one and is not capped by duration_cap_s",
+	"the idle timeout applies to every stream, a resumed one too; a cut ends only the client's reading, never a 2025-11-25 execution",
+	"a call's executions all run the same drawn duration and mutate at the same point of their run",
+	"the timeline samples in flight and queues at the start of each second; its counts are of events within the second (a duplicate mutation at the time of the second mutation)",
+	"mission stars use the mission's seed and the five seeds after it, whatever --seed says",
+}
+
+// Assumptions returns the model's decisions where LAB-MODEL.md is silent.
+func Assumptions() []string {
+	out := make([]string, len(assumptions))
+	copy(out, assumptions)
+	return out
+}

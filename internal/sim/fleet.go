@@ -1,0 +1,201 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/ring"
+)
+
+// gatewayRetries is how often mcpfleet moves an undelivered request on to
+// another replica (the gateway's Options.Retries default).
+const gatewayRetries = 1
+
+// replica is one server replica's state on the virtual clock.
+type replica struct {
+	draining bool
+	down     bool
+	gen      uint32 // incremented by each reboot: sessions and buffers of older generations are gone
+
+	busy   int     // executions holding a slot
+	live   []int32 // executions accepted and not finished (running or queued)
+	queue  []int32 // FIFO of waiting executions; cancelled ones are skipped
+	qhead  int
+	queued int // waiting executions still in queue
+
+	busyArea   time.Duration // slot-time within the traffic window
+	lastChange time.Duration
+	maxQueue   int
+}
+
+// view is the fleet as package balance and package ring see it: in flight
+// is what a gateway counts (running and queued); a draining or rebooting
+// replica is not eligible for new work.
+type view struct{ reps []replica }
+
+var _ balance.View = (*view)(nil)
+
+// Len returns the number of replicas.
+func (v *view) Len() int { return len(v.reps) }
+
+// InFlight returns replica i's accepted, unfinished executions.
+func (v *view) InFlight(i int) int64 { return int64(len(v.reps[i].live)) }
+
+// Eligible reports whether replica i takes new work.
+func (v *view) Eligible(i int) bool { return !v.reps[i].draining && !v.reps[i].down }
+
+// newRing builds the ring over the replicas' names, as the gateway does
+// over its upstreams.
+func newRing(n int) *ring.Ring {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = replicaName(i)
+	}
+	r, err := ring.New(names, nil)
+	if err != nil {
+		panic(fmt.Sprintf("sim: building ring: %v", err)) // names are unique by construction
+	}
+	return r
+}
+
+// replicaName is replica i's name in figures and on the ring.
+func replicaName(i int) string { return fmt.Sprintf("replica-%d", i+1) }
+
+// clientKey is client c's routing key: the gateway hashes a stable
+// identity; here the client's index, mixed (splitmix64 increment).
+func clientKey(c int) uint64 { return uint64(c+1) * 0x9e3779b97f4a7c15 }
+
+// pick chooses the replica for new work of client c under the scenario's
+// routing, or -1 when no replica takes new work.
+func (e *engine) pick(c int) int {
+	switch e.s.Routing {
+	case RoundRobin:
+		return e.pickRandom()
+	case Affinity:
+		return balance.Pick(balance.Hash, &e.view, balance.Input{Key: clientKey(c), Ring: e.ring}, nil)
+	}
+	return e.pickFleet(c)
+}
+
+// pickRandom picks uniformly among the eligible replicas: the seed's model
+// of round-robin, one random pick per attempt.
+func (e *engine) pickRandom() int {
+	n := 0
+	for i := range e.reps {
+		if e.view.Eligible(i) {
+			n++
+		}
+	}
+	if n == 0 {
+		return -1
+	}
+	k := e.rng.IntN(n)
+	for i := range e.reps {
+		if e.view.Eligible(i) {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+	}
+	return -1
+}
+
+// pickFleet is the gateway's send loop (gateway.send) on the simulated
+// fleet: balance.Pick with bounded-load hashing, moving on only while the
+// request provably never reached a replica (balance.MayRetry).
+func (e *engine) pickFleet(c int) int {
+	in := balance.Input{
+		Seq: e.seq, Rnd: e.rng.Uint64(), Key: clientKey(c), Ring: e.ring,
+		Epsilon: e.s.HashEpsilon, MinLoad: int64(e.s.HashMinLoad),
+	}
+	e.seq++
+	var tried [MaxReplicas]int
+	skip := tried[:0]
+	for retries := 0; ; retries++ {
+		i := balance.Pick(balance.Hash, &e.view, in, skip)
+		if i < 0 || !e.reps[i].down {
+			return i
+		}
+		e.res.Undelivered++ // a rebooting replica refuses the connection
+		if !balance.MayRetry(balance.Attempt{Outcome: balance.NotDelivered, Retries: retries, MaxRetries: gatewayRetries}) {
+			return -1
+		}
+		skip = append(skip, i)
+		in.Seq++
+	}
+}
+
+// route returns where client c's request goes. With sessions in the
+// replica (Local2025), mcpfleet follows the sealed session ID to the
+// replica that minted it, as the gateway's route does. A rebooting replica
+// refuses the connection and a draining one refuses new work (503
+// draining): neither ran the request, and since the session lives there
+// the gateway answers 404 (pinnedLost) so the client re-initializes
+// elsewhere. A resume (GET of a running call's stream) is not new work: a
+// draining replica serves it. Everything else is new work for pick.
+func (e *engine) route(c int, resume bool) (r int, pinnedLost bool) {
+	cl := &e.clients[c]
+	if e.s.Protocol != Local2025 || e.s.Routing != Fleet || !cl.hasSession {
+		return e.pick(c), false
+	}
+	rep := &e.reps[cl.replica]
+	if rep.down || (rep.draining && !resume) {
+		e.res.Undelivered++
+		return -1, true
+	}
+	return int(cl.replica), false
+}
+
+// setBusy changes replica r's busy slots at now, accounting slot-time
+// within the traffic window for utilisation.
+func (e *engine) setBusy(r int, delta int, now time.Duration) {
+	rep := &e.reps[r]
+	a, b := min(rep.lastChange, e.end), min(now, e.end)
+	rep.busyArea += time.Duration(rep.busy) * (b - a)
+	rep.lastChange = now
+	rep.busy += delta
+}
+
+// enqueue puts execution x at the back of replica r's queue.
+func (e *engine) enqueue(r int, x int32) {
+	rep := &e.reps[r]
+	if rep.qhead > 0 && rep.qhead == len(rep.queue) {
+		rep.queue, rep.qhead = rep.queue[:0], 0
+	}
+	rep.queue = append(rep.queue, x)
+	rep.queued++
+	rep.maxQueue = max(rep.maxQueue, rep.queued)
+}
+
+// dequeue returns the next waiting execution of replica r, or -1.
+func (e *engine) dequeue(r int) int32 {
+	rep := &e.reps[r]
+	for rep.qhead < len(rep.queue) {
+		x := rep.queue[rep.qhead]
+		rep.qhead++
+		if e.execs[x].state == queued {
+			rep.queued--
+			return x
+		}
+	}
+	return -1
+}
+
+// addLive records execution x as accepted by its replica.
+func (e *engine) addLive(x int32) {
+	rep := &e.reps[e.execs[x].replica]
+	e.execs[x].livePos = int32(len(rep.live))
+	rep.live = append(rep.live, x)
+}
+
+// dropLive removes execution x from its replica's accepted set.
+func (e *engine) dropLive(x int32) {
+	ex := &e.execs[x]
+	rep := &e.reps[ex.replica]
+	last := rep.live[len(rep.live)-1]
+	rep.live[ex.livePos] = last
+	e.execs[last].livePos = ex.livePos
+	rep.live = rep.live[:len(rep.live)-1]
+}

@@ -1,0 +1,203 @@
+package sim
+
+import (
+	"fmt"
+)
+
+// OtherSeeds is how many seeds after the mission's own a fix must also
+// survive for the second star.
+const OtherSeeds = 5
+
+// Mission is one lab mission: a broken fleet, a goal and what counts as
+// meeting it efficiently (LAB-MODEL.md, "Missions").
+type Mission struct {
+	// Number is the mission's number, from 1.
+	Number int `json:"number"`
+	// Name is the mission's title.
+	Name string `json:"name"`
+	// Goal says what the fleet must achieve.
+	Goal string `json:"goal"`
+	// Efficient says what the three-star answer must also respect.
+	Efficient string `json:"efficient"`
+	// Broken is the setup the mission loads; its Seed is the mission's seed.
+	Broken Scenario `json:"broken"`
+	// Reference is a three-star answer.
+	Reference Scenario `json:"reference"`
+
+	goal      func(*Result) bool
+	efficient func(*Scenario) bool
+}
+
+// Stars is how a setting fares in a mission.
+type Stars struct {
+	// Stars is 0 to 3.
+	Stars int `json:"stars"`
+	// OnSeed reports the goal met on the mission's seed.
+	OnSeed bool `json:"goal_on_mission_seed"`
+	// Seeds are the other seeds tried, in order, and MetOn whether each met the goal.
+	Seeds []uint64 `json:"other_seeds"`
+	// MetOn reports, per other seed, whether the goal was met.
+	MetOn []bool `json:"goal_on_other_seeds"`
+	// Efficient reports the setting meets the efficiency criterion.
+	Efficient bool `json:"efficient"`
+}
+
+// GoalMet reports whether a run meets the mission's goal.
+func (m *Mission) GoalMet(r *Result) bool { return m.goal(r) }
+
+// IsEfficient reports whether a setting meets the efficiency criterion.
+func (m *Mission) IsEfficient(s *Scenario) bool { return m.efficient(s) }
+
+// Evaluate runs s (its Seed replaced) on the mission's seed and the
+// OtherSeeds after it, and awards stars: one for the goal on the mission's
+// seed, two for the goal on every seed, three for that and efficiency.
+func (m *Mission) Evaluate(s Scenario) (Stars, error) {
+	var st Stars
+	s.Seed = m.Broken.Seed
+	r, err := Run(s)
+	if err != nil {
+		return st, err
+	}
+	st.OnSeed = m.goal(r)
+	all := st.OnSeed
+	for k := range uint64(OtherSeeds) {
+		s.Seed = m.Broken.Seed + 1 + k
+		st.Seeds = append(st.Seeds, s.Seed)
+		met := m.goal(MustRun(s))
+		st.MetOn = append(st.MetOn, met)
+		all = all && met
+	}
+	st.Efficient = m.efficient(&s)
+	switch {
+	case !st.OnSeed:
+	case !all:
+		st.Stars = 1
+	case !st.Efficient:
+		st.Stars = 2
+	default:
+		st.Stars = 3
+	}
+	return st, nil
+}
+
+// MissionByNumber returns mission n.
+func MissionByNumber(n int) (Mission, error) {
+	ms := Missions()
+	if n < 1 || n > len(ms) {
+		return Mission{}, fmt.Errorf("mission %d: want 1 to %d", n, len(ms))
+	}
+	return ms[n-1], nil
+}
+
+// storm is the share of calls that saw a 404 above which the 404s are a storm.
+const storm = 0.005
+
+// Missions returns the six missions, calibrated (docs/SIM.md).
+func Missions() []Mission {
+	return []Mission{silentStreams(), notFoundStorm(), rollingDeploy(), doubleCharge(), hotClient(), everything()}
+}
+
+func silentStreams() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas = 1001, Local2025, Affinity, 3
+	b.SlowTools, b.IdleTimeout, b.KeepAlive = true, 60, 0
+	ref := b
+	ref.KeepAlive = 30
+	return Mission{
+		Number: 1, Name: "Silent streams",
+		Goal:      "no stream cut, no failed call",
+		Efficient: "keep-alive interval at least half the idle timeout",
+		Broken:    b, Reference: ref,
+		goal: func(r *Result) bool { return r.IdleCuts == 0 && r.Failed == 0 },
+		efficient: func(s *Scenario) bool {
+			return s.IdleTimeout == 0 || (s.KeepAlive > 0 && s.KeepAlive >= s.IdleTimeout/2)
+		},
+	}
+}
+
+func notFoundStorm() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas = 2002, Local2025, RoundRobin, 3
+	ref := b
+	ref.Protocol = Shared2025
+	return Mission{
+		Number: 2, Name: "404 storm",
+		Goal:      "under 0.5% of calls see a 404",
+		Efficient: "with round-robin kept (fix the state model, not the routing)",
+		Broken:    b, Reference: ref,
+		goal:      func(r *Result) bool { return noStorm(r) },
+		efficient: func(s *Scenario) bool { return s.Routing == RoundRobin },
+	}
+}
+
+func rollingDeploy() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas = 3003, Rev2026, RoundRobin, 3
+	b.Deploy, b.DrainWindow, b.ArrivalRate = true, 5, 6
+	ref := b
+	ref.DrainWindow = 35
+	return Mission{
+		Number: 3, Name: "Rolling deploy",
+		Goal:      "no failed call and no killed execution",
+		Efficient: "drain window at most 35 s",
+		Broken:    b, Reference: ref,
+		goal:      func(r *Result) bool { return r.Failed == 0 && r.Killed == 0 },
+		efficient: func(s *Scenario) bool { return s.DrainWindow <= 35 },
+	}
+}
+
+func doubleCharge() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas = 4004, Rev2026, RoundRobin, 3
+	b.SlowTools, b.IdleTimeout, b.KeepAlive = true, 45, 0
+	ref := b
+	ref.KeepAlive = 20
+	return Mission{
+		Number: 4, Name: "Double charge",
+		Goal:      "no duplicate mutation",
+		Efficient: "without the idempotency toggle",
+		Broken:    b, Reference: ref,
+		goal:      func(r *Result) bool { return r.DuplicateMutations == 0 },
+		efficient: func(s *Scenario) bool { return !s.Idempotency },
+	}
+}
+
+func hotClient() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas = 5005, Local2025, Affinity, 4
+	b.HotClient, b.HotFactor = true, 40
+	ref := b
+	ref.Protocol, ref.Routing, ref.Replicas = Shared2025, Fleet, 3
+	return Mission{
+		Number: 5, Name: "Hot client",
+		Goal:      "p95 latency under 10 s and no 404 storm (under 0.5% of calls see a 404)",
+		Efficient: "at most 3 replicas",
+		Broken:    b, Reference: ref,
+		goal:      func(r *Result) bool { return r.P95 < 10 && noStorm(r) },
+		efficient: func(s *Scenario) bool { return s.Replicas <= 3 },
+	}
+}
+
+func everything() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas = 6006, Local2025, RoundRobin, 3
+	b.SlowTools, b.Deploy, b.HotClient = true, true, true
+	ref := b
+	ref.Protocol, ref.Routing, ref.Replicas, ref.Idempotency = Shared2025, Fleet, 4, true
+	ref.DrainWindow, ref.HashEpsilon, ref.HashMinLoad = 250, 0.1, 0
+	return Mission{
+		Number: 6, Name: "Everything at once",
+		Goal:      "no failed call, no duplicate mutation, p95 under 10 s",
+		Efficient: "at most 4 replicas",
+		Broken:    b, Reference: ref,
+		goal: func(r *Result) bool {
+			return r.Failed == 0 && r.DuplicateMutations == 0 && r.P95 < 10
+		},
+		efficient: func(s *Scenario) bool { return s.Replicas <= 4 },
+	}
+}
+
+// noStorm reports fewer than storm of the calls saw a 404.
+func noStorm(r *Result) bool {
+	return r.Issued > 0 && float64(r.CallsWith404) < storm*float64(r.Issued)
+}
