@@ -31,6 +31,9 @@ const (
 	nonceLen    = 12
 	// MaxTokenLen bounds what Open will look at; longer IDs are malformed.
 	MaxTokenLen = 1024
+	// MaxClaimBytes bounds the replica name plus the replica's session ID
+	// that Seal accepts, so that every sealed ID opens within MaxTokenLen.
+	MaxClaimBytes = MaxTokenLen/4*3 - headerLen - nonceLen - 16 - 9
 )
 
 // Errors from Open, one per reason a session ID is refused; each is answered
@@ -91,6 +94,9 @@ type Claims struct {
 func (k *Keyring) Seal(c Claims, rnd io.Reader) (string, error) {
 	if len(c.Replica) == 0 || len(c.Replica) > 255 {
 		return "", fmt.Errorf("sealing session id: replica name of %d bytes", len(c.Replica))
+	}
+	if len(c.Replica)+len(c.SessionID) > MaxClaimBytes {
+		return "", fmt.Errorf("sealing session id: replica name and session id of %d bytes, limit %d", len(c.Replica)+len(c.SessionID), MaxClaimBytes)
 	}
 	aead := k.aeads[k.current]
 	plain := make([]byte, 0, 9+len(c.Replica)+len(c.SessionID))

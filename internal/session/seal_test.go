@@ -144,11 +144,14 @@ func FuzzSealOpen(f *testing.F) {
 	k := mustRing(f, testKey(9, 3))
 	f.Add("replica-a", "sess", int64(1_800_000_000))
 	f.Fuzz(func(t *testing.T, replica, sid string, issued int64) {
-		if len(replica) == 0 || len(replica) > 255 || len(sid) > 600 {
-			return
-		}
 		c := Claims{Replica: replica, SessionID: sid, Issued: time.Unix(issued, 0)}
 		tok, err := k.Seal(c, rand.Reader)
+		if len(replica) == 0 || len(replica) > 255 || len(replica)+len(sid) > MaxClaimBytes {
+			if err == nil {
+				t.Fatalf("sealed claims over the bounds: %d + %d bytes", len(replica), len(sid))
+			}
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
