@@ -23,6 +23,7 @@ commands:
   testserver   run one MCP test server (official Go SDK), both protocol eras
   secret       print a new secret file (session keys, routing salt) for serve
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
+  chaos        a rolling restart under load on loopback: lost, killed and doubled calls
   sim          simulate a fleet on virtual time with the gateway's own routing code; missions
 
 Run 'mcpfleet <command> -h' for a command's flags.
@@ -53,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"secret":     runSecret,
 		"probe":      runProbe,
 		"sim":        runSim,
+		"chaos":      runChaos,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -117,9 +117,13 @@ func (g *Gateway) settle(c *claim) {
 	}
 }
 
-// noteResult keeps msg as the claim's result if it is the final response.
+// noteResult keeps msg as the claim's result if it is the final response
+// and a success. A failed call (a JSON-RPC error, a tool result with
+// isError, such as a call its replica cut off while shutting down) is not
+// recorded: its claim is released and a re-issue runs again, instead of
+// replaying the failure to every re-issue.
 func noteResult(rec *record, q *request, msg []byte) {
-	if rec.claim != nil && rec.claim.result == nil && mcpmsg.IsResponseTo(msg, q.msg.ID) {
+	if rec.claim != nil && rec.claim.result == nil && mcpmsg.IsResponseTo(msg, q.msg.ID) && !mcpmsg.ResponseFailed(msg) {
 		rec.claim.result = append([]byte(nil), msg...)
 	}
 }

@@ -25,3 +25,30 @@ func IsResponseTo(msg, id []byte) bool {
 	m, err := Parse(msg)
 	return err == nil && m.Kind == KindResponse && !m.Batch && string(m.ID) == string(id)
 }
+
+// ResponseFailed reports whether a JSON-RPC response says the request did
+// not succeed: a JSON-RPC error, or a tool result with "isError": true.
+func ResponseFailed(msg []byte) bool {
+	i := skipWS(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return true
+	}
+	failed := false
+	_, err := eachMember(msg, i, 1, func(key []byte, s, e int) error {
+		switch string(key) {
+		case "error":
+			failed = true
+		case "result":
+			if msg[s] == '{' {
+				_, _ = eachMember(msg[s:e], 0, 2, func(k []byte, rs, re int) error {
+					if string(k) == "isError" && string(msg[s+rs:s+re]) == "true" {
+						failed = true
+					}
+					return nil
+				})
+			}
+		}
+		return nil
+	})
+	return failed || err != nil
+}

@@ -187,3 +187,17 @@ func TestParseTaskResult(t *testing.T) {
 		}
 	}
 }
+
+func TestResponseFailed(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`:                  false,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}`:  false,
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`:   true,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}`: true,
+		`garbage`: true,
+	} {
+		if got := ResponseFailed([]byte(body)); got != want {
+			t.Errorf("ResponseFailed(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
