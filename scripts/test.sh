@@ -56,7 +56,12 @@ step "staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 step "go test -race"
-go test -race -count=1 -timeout 15m ./...
+# The chaos run measures a rolling restart on wall-clock time: it runs on its
+# own below, not beside the other packages on two cores.
+go test -race -count=1 -timeout 15m $(go list ./... | grep -v /internal/chaos)
+
+step "chaos: rolling restarts under load (internal/chaos, alone)"
+go test -count=1 -timeout 5m ./internal/chaos
 
 step "fuzz (${FUZZTIME:-10s} per target)"
 # Every Fuzz function in the tree, each run on its own for a short while.
