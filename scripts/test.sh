@@ -18,14 +18,15 @@ if ! command -v go >/dev/null; then
 fi
 
 # Real nginx and HAProxy (Debian's packages) for the tests that run them in
-# front of a fleet, and a real redis-server for the shared-store tests (each
-# test starts its own on a free loopback port). Installed when missing,
-# without starting their services.
+# front of a fleet, a real redis-server for the shared-store tests (each
+# test starts its own on a free loopback port), and Chromium for the lab's
+# browser test. Installed when missing, without starting their services.
 install_balancers() {
 	local missing=()
 	command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
 	command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
 	command -v redis-server >/dev/null || missing+=(redis-server)
+	command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]] || missing+=(chromium)
 	((${#missing[@]})) || return 0
 	if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
 		echo "scripts/test.sh: ${missing[*]} missing and cannot be installed here; their tests will be skipped" >&2
@@ -47,6 +48,9 @@ if { command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]]; } && { command -v 
 fi
 if command -v redis-server >/dev/null; then
 	export MCPFLEET_REQUIRE_REDIS=1
+fi
+if command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]]; then
+	export MCPFLEET_REQUIRE_CHROMIUM=1 # the lab's browser test
 fi
 
 step "go vet"

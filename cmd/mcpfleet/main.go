@@ -24,6 +24,7 @@ commands:
   secret       print a new secret file (session keys, routing salt) for serve
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
   chaos        a rolling restart under load on loopback: lost, killed and doubled calls
+  lab          the simulator as a web page with missions (http://127.0.0.1:8090)
   sim          simulate a fleet on virtual time with the gateway's own routing code; missions
 
 Run 'mcpfleet <command> -h' for a command's flags.
@@ -55,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"probe":      runProbe,
 		"sim":        runSim,
 		"chaos":      runChaos,
+		"lab":        runLab,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
