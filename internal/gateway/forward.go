@@ -52,10 +52,18 @@ func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *
 	trace := &httptrace.ClientTrace{
 		WroteHeaderField: func(string, []string) { wrote = true },
 	}
-	out, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), in.Method, rep.URL().String(), nil)
-	if err != nil {
-		return nil, false, err
-	}
+	// The replica's parsed URL is shared, not re-parsed per request: the
+	// Transport only reads it.
+	u := rep.URL()
+	out := (&http.Request{
+		Method:     in.Method,
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     make(http.Header, len(in.Header)+4),
+		Host:       u.Host,
+	}).WithContext(httptrace.WithClientTrace(ctx, trace))
 	if body != nil {
 		out.Body = http.NoBody
 		if len(body) > 0 {
@@ -70,7 +78,6 @@ func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *
 	if sessionID != "" {
 		out.Header.Set("Mcp-Session-Id", sessionID)
 	}
-	out.Host = rep.URL().Host
 	resp, err := f.t.RoundTrip(out)
 	if err != nil {
 		return nil, wrote, err
