@@ -22,6 +22,7 @@ commands:
   demo         run a whole local fleet (three test servers and the gateway)
   testserver   run one MCP test server (official Go SDK), both protocol eras
   secret       print a new secret file (session keys, routing salt) for serve
+  lbconfig     emit nginx or HAProxy configs that keep the fleet's rules (seed 001)
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
   chaos        a rolling restart under load on loopback: lost, killed and doubled calls
   lab          the simulator as a web page with missions (http://127.0.0.1:8090)
@@ -57,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"sim":        runSim,
 		"chaos":      runChaos,
 		"lab":        runLab,
+		"lbconfig":   runLbconfig,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
