@@ -2,6 +2,7 @@ package lbconfig
 
 import (
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -22,23 +23,23 @@ func TestEmittedConfigsAreSticky(t *testing.T) {
 		start func(t *testing.T, bin, dir, file string)
 	}{
 		{"nginx", Nginx, func(t *testing.T, bin, dir, file string) {
-			startProcess(t, bin, "-p", dir+"/", "-e", filepath.Join(dir, "error.log"), "-c", file, "-g", "daemon off;")
+			testproc.Start(t, bin, "-p", dir+"/", "-e", filepath.Join(dir, "error.log"), "-c", file, "-g", "daemon off;")
 		}},
 		{"haproxy", HAProxy, func(t *testing.T, bin, dir, file string) {
-			startProcess(t, bin, "-f", file, "-db")
+			testproc.Start(t, bin, "-f", file, "-db")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := findBalancer(t, tc.name)
+			bin := testproc.FindBinary(t, tc.name, tc.name, "MCPFLEET_REQUIRE_BALANCERS")
 			c := fleetConfig(t, "r1", "r2", "r3")
-			listen := freeAddr(t)
+			listen := testproc.FreeAddr(t)
 			spec, err := FromConfig(c, []byte("a-test-salt-of-enough-bytes"), false, listen)
 			if err != nil {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
 			tc.start(t, bin, dir, emitFile(t, tc.emit, spec, dir, tc.name+".conf"))
-			waitReady(t, "http://"+listen+"/health")
+			testproc.WaitReady(t, "http://"+listen+"/health")
 			res, err := probe.Run(t.Context(), &probe.Options{URL: "http://" + listen + "/mcp", Identities: 60, Requests: 5})
 			if err != nil {
 				t.Fatalf("probe.Run: %v", err)

@@ -2,6 +2,7 @@ package lbconfig
 
 import (
 	"errors"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -244,13 +245,13 @@ func TestBalancersAcceptTheFiles(t *testing.T) {
 	for _, listen := range []string{"127.0.0.1:18080", ":18080", "[::1]:18080"} {
 		s := testSpec(listen, "127.0.0.1:9001", "127.0.0.1:9002", "localhost:9003")
 		t.Run("nginx "+listen, func(t *testing.T) {
-			bin := findBalancer(t, "nginx")
+			bin := testproc.FindBinary(t, "nginx", "nginx", "MCPFLEET_REQUIRE_BALANCERS")
 			dir := t.TempDir()
 			file := emitFile(t, Nginx, s, dir, "nginx.conf")
 			checkCommand(t, bin, "-t", "-p", dir+"/", "-e", filepath.Join(dir, "error.log"), "-c", file)
 		})
 		t.Run("haproxy "+listen, func(t *testing.T) {
-			bin := findBalancer(t, "haproxy")
+			bin := testproc.FindBinary(t, "haproxy", "haproxy", "MCPFLEET_REQUIRE_BALANCERS")
 			file := emitFile(t, HAProxy, s, t.TempDir(), "haproxy.cfg")
 			checkCommand(t, bin, "-c", "-f", file)
 		})

@@ -1,20 +1,14 @@
 package probe
 
 import (
-	"context"
 	"errors"
-	"net"
-	"net/http"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"text/template"
-	"time"
 )
 
 // These tests put the probe behind real nginx and HAProxy, configured as
@@ -122,19 +116,19 @@ type balancerConf struct {
 }
 
 func TestNginxProvesAffinity(t *testing.T) {
-	bin := findBalancer(t, "nginx", "nginx")
+	bin := testproc.FindBinary(t, "nginx", "nginx", "MCPFLEET_REQUIRE_BALANCERS")
 	testBalancer(t, func(t *testing.T, c balancerConf) string {
 		file := writeConf(t, c, nginxConf, "nginx.conf")
-		startProcess(t, bin, "-p", c.Dir+"/", "-e", c.Dir+"/error.log", "-c", file, "-g", "daemon off;")
+		testproc.Start(t, bin, "-p", c.Dir+"/", "-e", c.Dir+"/error.log", "-c", file, "-g", "daemon off;")
 		return c.Listen
 	})
 }
 
 func TestHAProxyProvesAffinity(t *testing.T) {
-	bin := findBalancer(t, "haproxy", "haproxy")
+	bin := testproc.FindBinary(t, "haproxy", "haproxy", "MCPFLEET_REQUIRE_BALANCERS")
 	testBalancer(t, func(t *testing.T, c balancerConf) string {
 		file := writeConf(t, c, haproxyConf, "haproxy.cfg")
-		startProcess(t, bin, "-f", file, "-db")
+		testproc.Start(t, bin, "-f", file, "-db")
 		return c.Listen
 	})
 }
@@ -151,9 +145,9 @@ func testBalancer(t *testing.T, start func(*testing.T, balancerConf) string) {
 	slices.Sort(replicas)
 	for _, broken := range []bool{false, true} {
 		t.Run(map[bool]string{false: "salted credential hash", true: "unresolved key"}[broken], func(t *testing.T) {
-			c := balancerConf{Dir: t.TempDir(), Listen: freeAddr(t), Salt: salt, Replicas: replicas, Broken: broken}
+			c := balancerConf{Dir: t.TempDir(), Listen: testproc.FreeAddr(t), Salt: salt, Replicas: replicas, Broken: broken}
 			addr := start(t, c)
-			waitReady(t, "http://"+addr+"/health")
+			testproc.WaitReady(t, "http://"+addr+"/health")
 			_, s := run(t, "http://"+addr+"/mcp")
 			err := s.ExpectSticky()
 			switch {
@@ -171,25 +165,6 @@ func testBalancer(t *testing.T, start func(*testing.T, balancerConf) string) {
 	}
 }
 
-// findBalancer returns the path of the balancer's binary, looked up in
-// PATH and /usr/sbin. If it is missing the test skips, or fails when
-// MCPFLEET_REQUIRE_BALANCERS=1.
-func findBalancer(t *testing.T, name, pkg string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	if p, err := exec.LookPath(filepath.Join("/usr/sbin", name)); err == nil {
-		return p
-	}
-	msg := name + " not installed (Debian package " + pkg + ")"
-	if os.Getenv("MCPFLEET_REQUIRE_BALANCERS") == "1" {
-		t.Fatal(msg + ", and MCPFLEET_REQUIRE_BALANCERS=1")
-	}
-	t.Skip(msg + "; set MCPFLEET_REQUIRE_BALANCERS=1 to fail instead")
-	return ""
-}
-
 // writeConf fills tmpl with c into a file in c.Dir and returns its path.
 func writeConf(t *testing.T, c balancerConf, tmpl *template.Template, name string) string {
 	t.Helper()
@@ -202,69 +177,4 @@ func writeConf(t *testing.T, c balancerConf, tmpl *template.Template, name strin
 		t.Fatal(err)
 	}
 	return file
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// startProcess runs bin in the foreground until the test ends, then stops
-// it with SIGTERM (SIGKILL after five seconds). If it exits early, the test
-// fails with its output.
-func startProcess(t *testing.T, bin string, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cancel()
-		<-exited
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
-		}
-	})
-	select {
-	case err := <-exited:
-		exited <- err // for the cleanup
-		t.Fatalf("%s exited at once: %v\n%s", bin, err, out.String())
-	case <-time.After(100 * time.Millisecond):
-	}
-}
-
-// waitReady polls a URL until it answers 200, for up to ten seconds.
-func waitReady(t *testing.T, u string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(u)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-			last = "status " + strconv.Itoa(resp.StatusCode)
-		} else {
-			last = err.Error()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s not ready after 10s: %s", u, last)
 }

@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
@@ -104,20 +103,3 @@ func newBalancer(fleet map[string]*url.URL, pick func(*balancer, *http.Request) 
 	return &balancer{fleet: fleet, pick: pick, rng: rand.New(rand.NewPCG(1, 2))}
 }
 
-// lockedBuffer is a bytes.Buffer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
