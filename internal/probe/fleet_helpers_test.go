@@ -102,4 +102,3 @@ func randomPick(b *balancer, _ *http.Request) *url.URL {
 func newBalancer(fleet map[string]*url.URL, pick func(*balancer, *http.Request) *url.URL) *balancer {
 	return &balancer{fleet: fleet, pick: pick, rng: rand.New(rand.NewPCG(1, 2))}
 }
-
