@@ -30,7 +30,7 @@ func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = 4 << 20
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 16<<10), max: max}
+	return &Reader{br: bufio.NewReaderSize(r, 4<<10), max: max}
 }
 
 // Next returns the next whole event block, including its terminating blank
