@@ -2,8 +2,8 @@ package gateway
 
 import (
 	"context"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,13 +19,7 @@ import (
 // refusedURL returns a loopback URL on which nothing listens.
 func refusedURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/mcp"
+	return "http://" + testproc.FreeAddr(t) + "/mcp" // free a moment ago: nothing listens
 }
 
 func liveReplica(t *testing.T, name string) (*testserver.Server, string) {

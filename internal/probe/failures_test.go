@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,13 +20,7 @@ import (
 // refusedURL returns an endpoint on a loopback port nothing listens on.
 func refusedURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/mcp"
+	return "http://" + testproc.FreeAddr(t) + "/mcp" // free a moment ago: nothing listens
 }
 
 // fakeServer serves h on loopback and returns its /mcp endpoint.

@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -71,13 +71,7 @@ func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
 // closedURL returns the URL of a port nothing listens on.
 func closedURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr + "/mcp"
+	return "http://" + testproc.FreeAddr(t) + "/mcp" // free a moment ago: nothing listens
 }
 
 // changes records OnChange calls.
