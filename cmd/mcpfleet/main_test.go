@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,7 +59,7 @@ func TestUsageErrors(t *testing.T) {
 // it prints the gateway URL, the fleet answers through it, and it stops by
 // itself.
 func TestDemoServesAndStops(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testproc.FreeAddr(t)
 	var code int
 	var out, errb lockedBuffer
 	done := make(chan struct{})
@@ -67,7 +67,7 @@ func TestDemoServesAndStops(t *testing.T) {
 		defer close(done)
 		code = run(context.Background(), []string{"demo", "--listen", addr, "--for", "3s"}, &out, &errb)
 	}()
-	waitHealthy(t, "http://"+addr+"/healthz")
+	testproc.WaitReady(t, "http://"+addr+"/healthz")
 	if !strings.Contains(out.String(), "http://"+addr+"/mcp") || !strings.Contains(out.String(), "curl") {
 		t.Errorf("demo output lacks the URL or the client command:\n%s", out.String())
 	}
@@ -100,14 +100,14 @@ func TestDemoServesAndStops(t *testing.T) {
 // TestServeShutsDownOnCancel starts serve against a testserver and stops it
 // through its context, as SIGTERM does.
 func TestServeShutsDownOnCancel(t *testing.T) {
-	backend := freeAddr(t)
+	backend := testproc.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		run(ctx, []string{"testserver", "--listen", backend, "--name", "a"}, &lockedBuffer{}, &lockedBuffer{})
 	})
-	addr, admin := freeAddr(t), freeAddr(t)
+	addr, admin := testproc.FreeAddr(t), testproc.FreeAddr(t)
 	sctx, stop := context.WithCancel(context.Background())
 	var code int
 	var errb lockedBuffer
@@ -116,7 +116,7 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 		defer close(served)
 		code = run(sctx, []string{"serve", "--listen", addr, "--admin", admin, "--upstream", "http://" + backend + "/mcp"}, &lockedBuffer{}, &errb)
 	}()
-	waitHealthy(t, "http://"+addr+"/readyz")
+	testproc.WaitReady(t, "http://"+addr+"/readyz")
 	resp, err := http.Get("http://" + admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -134,31 +134,6 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 	}
 	cancel()
 	wg.Wait()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func waitHealthy(t *testing.T, url string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s never answered 200", url)
 }
 
 type lockedBuffer struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"io"
 	"net/http"
 	"os"
@@ -91,15 +92,15 @@ func TestSeed002WithProcesses(t *testing.T) {
 	secret := writeSecret(t)
 	var ups []string
 	for _, name := range []string{"a", "b"} {
-		addr := freeAddr(t)
+		addr := testproc.FreeAddr(t)
 		startProcess(t, "testserver", "--listen", addr, "--name", name, "--era", "2025")
-		waitHealthy(t, "http://"+addr+"/health")
+		testproc.WaitReady(t, "http://"+addr+"/health")
 		ups = append(ups, "--upstream", "http://"+addr+"/mcp")
 	}
-	gw := freeAddr(t)
+	gw := testproc.FreeAddr(t)
 	serve := append([]string{"serve", "--listen", gw, "--secret-file", secret}, ups...)
 	stopA := startProcess(t, serve...)
-	waitHealthy(t, "http://"+gw+"/readyz")
+	testproc.WaitReady(t, "http://"+gw+"/readyz")
 
 	c := mcp.NewClient(&mcp.Implementation{Name: "seed-002", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -114,7 +115,7 @@ func TestSeed002WithProcesses(t *testing.T) {
 	}
 	stopA()
 	startProcess(t, serve...)
-	waitHealthy(t, "http://"+gw+"/readyz")
+	testproc.WaitReady(t, "http://"+gw+"/readyz")
 	for i := range 5 {
 		if _, err := cs.ListTools(ctx, nil); err != nil {
 			t.Fatalf("tools/list %d of 5 after the gateway restarted: %v", i+1, err)
@@ -122,9 +123,9 @@ func TestSeed002WithProcesses(t *testing.T) {
 	}
 
 	// A second gateway process with the same secret serves the same session.
-	gw2 := freeAddr(t)
+	gw2 := testproc.FreeAddr(t)
 	startProcess(t, append([]string{"serve", "--listen", gw2, "--secret-file", secret}, ups...)...)
-	waitHealthy(t, "http://"+gw2+"/readyz")
+	testproc.WaitReady(t, "http://"+gw2+"/readyz")
 	for i := range 6 {
 		url := "http://" + gw + "/mcp"
 		if i%2 == 1 {
@@ -162,12 +163,12 @@ func TestReloadOnHangup(t *testing.T) {
 	}
 	var addrs []string
 	for _, name := range []string{"old", "new"} {
-		addr := freeAddr(t)
+		addr := testproc.FreeAddr(t)
 		startProcess(t, "testserver", "--listen", addr, "--name", name)
-		waitHealthy(t, "http://"+addr+"/health")
+		testproc.WaitReady(t, "http://"+addr+"/health")
 		addrs = append(addrs, addr)
 	}
-	gw := freeAddr(t)
+	gw := testproc.FreeAddr(t)
 	cfgPath := filepath.Join(t.TempDir(), "fleet.yaml")
 	write := func(body string) {
 		if err := os.WriteFile(cfgPath, []byte(body), 0o600); err != nil {
@@ -181,7 +182,7 @@ func TestReloadOnHangup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
-	waitHealthy(t, "http://"+gw+"/readyz")
+	testproc.WaitReady(t, "http://"+gw+"/readyz")
 	if got := whoami(t, gw); got != "old" {
 		t.Fatalf("before the reload: %s", got)
 	}
