@@ -75,11 +75,20 @@ func (a *affinity) key(r *http.Request) uint64 {
 	return a.keyer.Key(id)
 }
 
+// routingKey returns the caller's routing key, computed once per request
+// (routing and idempotency both use it).
+func (g *Gateway) routingKey(r *http.Request, q *request) uint64 {
+	if !q.keyed {
+		q.key, q.keyed = g.aff.key(r), true
+	}
+	return q.key
+}
+
 // pickInput gathers what balance.Pick needs for this request.
-func (g *Gateway) pickInput(r *http.Request, snap *upstream.Snapshot) balance.Input {
+func (g *Gateway) pickInput(r *http.Request, q *request, snap *upstream.Snapshot) balance.Input {
 	in := balance.Input{Seq: g.seq.Add(1) - 1, Rnd: g.random()}
 	if g.opts.Balance == balance.Hash {
-		in.Key = g.aff.key(r)
+		in.Key = g.routingKey(r, q)
 		in.Ring = g.aff.ringFor(snap)
 		in.Epsilon = g.opts.HashEpsilon
 		in.MinLoad = g.opts.HashMinLoad

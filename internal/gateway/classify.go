@@ -19,6 +19,8 @@ type request struct {
 	// upstreamSession is the replica's own session ID, opened from sessionID.
 	upstreamSession string
 	label           string // the JSON-RPC method as metrics show it
+	key             uint64 // the caller's routing key, once keyed (routingKey)
+	keyed           bool
 }
 
 // id returns the request's raw JSON-RPC id for error answers.

@@ -45,7 +45,7 @@ func (g *Gateway) idempotencyKey(r *http.Request, q *request) (string, time.Dura
 	}
 	switch {
 	case key != "":
-		return idem.Digest("key\x00"+strconv.FormatUint(g.aff.key(r), 16)+"\x00"+q.msg.Name, key), g.opts.IdempotencyTTL
+		return idem.Digest("key\x00"+strconv.FormatUint(g.routingKey(r, q), 16)+"\x00"+q.msg.Name, key), g.opts.IdempotencyTTL
 	case q.sessionID != "":
 		return idem.Digest("session\x00"+q.sessionID, string(q.msg.ID)), min(sessionResendTTL, g.opts.IdempotencyTTL)
 	}

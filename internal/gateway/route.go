@@ -91,7 +91,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 	var tried []int
 	var in balance.Input
 	if t.pinned == nil {
-		in = g.pickInput(r, t.snap)
+		in = g.pickInput(r, q, t.snap)
 	}
 	for retries := 0; ; retries++ {
 		rep, idx := t.pinned, -1
