@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -145,6 +146,12 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", gw.Metrics().Handler())
+		// Profiles, for the operator who asks where the time goes; the
+		// admin listener is theirs alone (docs/GATEWAY.md).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		rg.admin = aln.Addr()
 		rg.adm = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { rg.served <- rg.adm.Serve(aln) }()

@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
@@ -32,31 +34,60 @@ func (g *Gateway) mayOpenEarly(r *http.Request, q *request) bool {
 		acceptsEventStream(r.Header.Values("Accept"))
 }
 
-// await waits for the forwarding result. If that takes longer than the
-// keep-alive interval and mayOpenEarly allows, it opens the client's SSE
-// stream first and returns its writer with the result.
-func (g *Gateway) await(w http.ResponseWriter, r *http.Request, q *request, out <-chan sent, rec *record) (sent, *sse.Writer) {
+// forwardAwait sends the request to its target and waits for the answer.
+// If that takes longer than the keep-alive interval and mayOpenEarly
+// allows, a timer opens the client's SSE stream meanwhile; the stream's
+// writer comes back with the result. The request is sent from the calling
+// goroutine: a goroutine and a channel per request cost more than the
+// timer, which on most requests never fires.
+func (g *Gateway) forwardAwait(ctx context.Context, w http.ResponseWriter, r *http.Request, q *request, t target, rec *record) (sent, *sse.Writer) {
 	if !g.mayOpenEarly(r, q) {
-		return <-out, nil
+		resp, rep, err := g.send(ctx, r, q, t, rec)
+		return sent{resp: resp, rep: rep, err: err}, nil
 	}
-	t := time.NewTimer(g.opts.KeepAlive)
-	defer t.Stop()
-	select {
-	case res := <-out:
-		return res, nil
-	case <-t.C:
+	o := &earlyOpener{g: g, w: w, rec: rec}
+	timer := time.AfterFunc(g.opts.KeepAlive, o.open)
+	resp, rep, err := g.send(ctx, r, q, t, rec)
+	timer.Stop()
+	return sent{resp: resp, rep: rep, err: err}, o.settle()
+}
+
+// earlyOpener opens the client's SSE stream from a timer while the
+// handler's goroutine waits on the replica. Its mutex orders the two: once
+// settle returns, the timer writes nothing more to the response.
+type earlyOpener struct {
+	g       *Gateway
+	w       http.ResponseWriter
+	rec     *record
+	mu      sync.Mutex
+	settled bool
+	sw      *sse.Writer // the stream, once opened
+}
+
+func (o *earlyOpener) open() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.settled {
+		return
 	}
-	h := w.Header()
+	h := o.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	rec.status, rec.early = http.StatusOK, true
-	w.WriteHeader(http.StatusOK)
-	cw := &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
-	sw := sse.NewWriter(cw, cw, g.opts.KeepAlive)
-	g.metrics.streams.Inc()
-	sw.KeepAlive() // the silence so far was one interval long
-	return <-out, sw
+	o.rec.status, o.rec.early = http.StatusOK, true
+	o.w.WriteHeader(http.StatusOK)
+	cw := &clientWriter{w: o.w, rc: http.NewResponseController(o.w), timeout: o.g.opts.WriteTimeout}
+	o.sw = sse.NewWriter(cw, cw, o.g.opts.KeepAlive)
+	o.g.metrics.streams.Inc()
+	o.sw.KeepAlive() // the silence so far was one interval long
+}
+
+// settle stops any later opening and returns the stream if one was opened.
+func (o *earlyOpener) settle() *sse.Writer {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.settled = true
+	return o.sw
 }
 
 // closeEarly ends an early stream's bookkeeping.
@@ -118,10 +149,16 @@ func jsonEvent(msg []byte) []byte {
 // acceptsEventStream reports whether an Accept header admits SSE.
 func acceptsEventStream(values []string) bool {
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-			switch strings.ToLower(strings.TrimSpace(mt)) {
-			case "text/event-stream", "text/*", "*/*":
+		for v != "" {
+			part := v
+			if i := strings.IndexByte(v, ','); i >= 0 {
+				part, v = v[:i], v[i+1:]
+			} else {
+				v = ""
+			}
+			mt, _, _ := strings.Cut(part, ";")
+			mt = strings.TrimSpace(mt)
+			if strings.EqualFold(mt, "text/event-stream") || strings.EqualFold(mt, "text/*") || mt == "*/*" {
 				return true
 			}
 		}

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/h1"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -130,4 +133,111 @@ func removeHop(h http.Header) {
 	for _, k := range hopHeaders {
 		h.Del(k)
 	}
+}
+
+// leanForwarder forwards to http replicas over internal/h1's pool, the
+// goroutine that serves the client writing the request and reading the
+// answer itself; https replicas go through net/http.
+type leanForwarder struct {
+	pool *h1.Pool
+	tls  *httpForwarder
+}
+
+var _ forwarder = (*leanForwarder)(nil)
+
+func newLeanForwarder(dialTimeout time.Duration) *leanForwarder {
+	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	return &leanForwarder{
+		pool: h1.NewPool(d.DialContext, 1024, 90*time.Second),
+		tls:  newHTTPForwarder(dialTimeout),
+	}
+}
+
+var fieldBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}
+
+func (f *leanForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID string) (*http.Response, bool, error) {
+	u := rep.URL()
+	if u.Scheme != "http" {
+		return f.tls.forward(ctx, rep, in, body, sessionID)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	bp := fieldBufs.Get().(*[]byte)
+	req := h1.Request{
+		Method:  in.Method,
+		Target:  u.RequestURI(),
+		Host:    u.Host,
+		Fields:  appendFields((*bp)[:0], in, sessionID),
+		Body:    body,
+		HasBody: body != nil,
+	}
+	resp, delivered, err := f.pool.Do(ctx, addr, &req)
+	*bp = req.Fields[:0]
+	fieldBufs.Put(bp)
+	return resp, delivered, err
+}
+
+func (f *leanForwarder) close() {
+	f.pool.CloseIdle(true)
+	f.tls.close()
+}
+
+// appendFields writes the client's header fields as the replica gets them:
+// as copyRequestHeader does, without building a header map.
+func appendFields(b []byte, in *http.Request, sessionID string) []byte {
+	connection := in.Header["Connection"]
+	for k, vv := range in.Header {
+		switch k {
+		case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+			"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+			"Accept-Encoding", "Content-Length", "Host", "Expect",
+			"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto":
+			continue
+		case "Mcp-Session-Id":
+			if sessionID != "" {
+				continue
+			}
+		}
+		if len(connection) > 0 && listedIn(connection, k) {
+			continue
+		}
+		for _, v := range vv {
+			b = h1.AppendField(b, k, v)
+		}
+	}
+	if sessionID != "" {
+		b = h1.AppendField(b, "Mcp-Session-Id", sessionID)
+	}
+	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
+		b = append(b, "X-Forwarded-For: "...)
+		if prior := in.Header["X-Forwarded-For"]; len(prior) > 0 {
+			for _, v := range prior {
+				if h1.ValidValue(v) {
+					b = append(b, v...)
+					b = append(b, ", "...)
+				}
+			}
+		}
+		b = append(b, ip...)
+		b = append(b, '\r', '\n')
+	}
+	b = h1.AppendField(b, "X-Forwarded-Host", in.Host)
+	if in.TLS != nil {
+		return append(b, "X-Forwarded-Proto: https\r\n"...)
+	}
+	return append(b, "X-Forwarded-Proto: http\r\n"...)
+}
+
+// listedIn reports whether a Connection header names the field k.
+func listedIn(connection []string, k string) bool {
+	for _, v := range connection {
+		for _, name := range splitComma(v) {
+			if strings.EqualFold(name, k) {
+				return true
+			}
+		}
+	}
+	return false
 }

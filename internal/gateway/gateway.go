@@ -79,7 +79,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		fleet:         fleet,
 		keys:          keys,
 		tasks:         session.NewTasks(o.MaxTasks),
-		fwd:           newHTTPForwarder(o.DialTimeout),
+		fwd:           newLeanForwarder(o.DialTimeout),
 		log:           log,
 		base:          base,
 		cancel:        cancel,
@@ -112,7 +112,7 @@ func (g *Gateway) EndStandaloneStreams() { g.endStandalone() }
 // upstream connections. It is idempotent.
 func (g *Gateway) Close() {
 	g.cancel()
-	if f, ok := g.fwd.(*httpForwarder); ok {
+	if f, ok := g.fwd.(interface{ close() }); ok {
 		f.close()
 	}
 }
@@ -174,11 +174,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 4. Forward, moving on only from replicas the request never reached.
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
-	out := g.forwardAsync(ctx, r, q, route, rec)
 	// 5. Answer: pass the replica's answer through; if it keeps a streamable
 	// request waiting past the keep-alive interval, open the SSE stream
 	// ourselves so keep-alives can flow before the replica says anything.
-	res, early := g.await(w, r, q, out, rec)
+	res, early := g.forwardAwait(ctx, w, r, q, route, rec)
 	if res.err != nil {
 		if early != nil {
 			g.endWithError(early, res.err, q, rec)

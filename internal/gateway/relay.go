@@ -41,8 +41,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 		var dst io.Writer = cw
 		var seen *capture
 		if watchesTasks(q) || watchesTools(q) || rec.claim != nil {
-			seen = &capture{max: 1 << 20}
-			dst = io.MultiWriter(cw, seen)
+			seen = captures.Get().(*capture)
+			seen.w, seen.b, seen.over = cw, seen.b[:0], false
+			defer seen.release()
+			dst = seen
 		}
 		n, err := io.CopyBuffer(dst, resp.Body, *bp)
 		if seen != nil && !seen.over {
@@ -117,24 +119,46 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 }
 
 func isEventStream(contentType string) bool {
+	if contentType == "text/event-stream" {
+		return true
+	}
+	if contentType == "application/json" {
+		return false
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "text/event-stream"
 }
 
-// capture keeps the first max bytes written to it.
+// capture passes writes on to w and keeps a copy of the first maxCapture
+// bytes, so that the gateway can read the answer it relayed.
 type capture struct {
+	w    io.Writer
 	b    []byte
-	max  int
 	over bool
 }
 
+const maxCapture = 1 << 20
+
+var captures = sync.Pool{New: func() any { return &capture{b: make([]byte, 0, 1<<10)} }}
+
 func (c *capture) Write(p []byte) (int, error) {
-	if len(c.b)+len(p) > c.max {
+	n, err := c.w.Write(p)
+	if len(c.b)+n > maxCapture {
 		c.over = true
-	} else {
-		c.b = append(c.b, p...)
+	} else if !c.over {
+		c.b = append(c.b, p[:n]...)
 	}
-	return len(p), nil
+	return n, err
+}
+
+// release returns the capture to its pool; large buffers are let go.
+func (c *capture) release() {
+	c.w = nil
+	if cap(c.b) > 64<<10 {
+		c.b = nil
+		return
+	}
+	captures.Put(c)
 }
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

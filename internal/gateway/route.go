@@ -71,18 +71,6 @@ type sent struct {
 	err  *mcpmsg.Error
 }
 
-// forwardAsync runs send in its own goroutine, so the caller can keep the
-// client's stream alive while the replica has not answered yet. The channel
-// always yields exactly one result; the caller must take it.
-func (g *Gateway) forwardAsync(ctx context.Context, r *http.Request, q *request, t target, rec *record) <-chan sent {
-	ch := make(chan sent, 1)
-	go func() {
-		resp, rep, err := g.send(ctx, r, q, t, rec)
-		ch <- sent{resp: resp, rep: rep, err: err}
-	}()
-	return ch
-}
-
 // send forwards the request to its target. It moves on to another replica
 // only as balance.MayRetry allows: when the request provably never ran
 // there, or when running it twice is safe. On success the replica is

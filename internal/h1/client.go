@@ -1,0 +1,335 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Request is what Do sends. Fields holds the header lines after Host, each
+// "Name: value\r\n" (see AppendField); it must not hold Host,
+// Content-Length, Transfer-Encoding or Connection, which Do writes itself.
+type Request struct {
+	Method string
+	Target string // request-target, such as /mcp
+	Host   string
+	Fields []byte
+	Body   []byte
+	// HasBody sends Content-Length even when Body is empty (a POST with an
+	// empty body says so; a GET says nothing).
+	HasBody bool
+}
+
+// AppendField appends "name: value\r\n" to b. A value with a control
+// character is left out: it cannot be sent as it is, and a field the
+// gateway cannot send faithfully is better missing than rewritten.
+func AppendField(b []byte, name, value string) []byte {
+	if !ValidValue(value) || !validName([]byte(name)) {
+		return b
+	}
+	b = append(b, name...)
+	b = append(b, ':', ' ')
+	b = append(b, value...)
+	return append(b, '\r', '\n')
+}
+
+// Pool keeps kept-alive connections per address and sends requests over
+// them. The zero value is not usable; use NewPool.
+type Pool struct {
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
+	maxIdle     int
+	idleTimeout time.Duration
+
+	mu     sync.Mutex
+	idle   map[string][]*conn
+	closed bool
+}
+
+// NewPool returns a pool that dials with dial, keeps at most maxIdle idle
+// connections per address, and closes those idle longer than idleTimeout.
+func NewPool(dial func(ctx context.Context, network, addr string) (net.Conn, error), maxIdle int, idleTimeout time.Duration) *Pool {
+	return &Pool{dial: dial, maxIdle: maxIdle, idleTimeout: idleTimeout, idle: make(map[string][]*conn)}
+}
+
+type conn struct {
+	nc        net.Conn
+	br        *bufio.Reader
+	addr      string
+	idleSince time.Time
+}
+
+// readBufSize is the read buffer of a connection: large enough for a
+// typical head and answer in one read, small enough that thousands of idle
+// streams stay cheap.
+const readBufSize = 4 << 10
+
+var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// inlineBody is the largest body copied into the head's buffer, so that
+// head and body leave in one write; larger ones follow in a second write.
+const inlineBody = 16 << 10
+
+// Do sends req to addr (host:port) and reads the response head. The
+// response's Body must be closed; read to its end, it gives the connection
+// back to the pool. ctx ending cancels the exchange, the body's reads
+// included, by closing the connection.
+//
+// delivered is false only when no byte of the request was written: the
+// dial failed, or the first write did not take a single byte, or ctx ended
+// before. Any later failure counts as delivered, even when the request may
+// never have been read: when in doubt, a request is never sent twice. A
+// kept-alive connection the replica has closed is noticed before it is
+// used (on Linux), which keeps that doubt rare.
+func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Response, delivered bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	c, err := p.get(ctx, addr)
+	if err != nil {
+		return nil, false, err
+	}
+	var cancelled atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		cancelled.Store(true)
+		c.nc.Close()
+	})
+	fail := func(err error) error {
+		stop()
+		c.nc.Close()
+		if cancelled.Load() {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+		}
+		return err
+	}
+
+	bp := writeBufs.Get().(*[]byte)
+	b := appendHead((*bp)[:0], req)
+	body := req.Body
+	if len(body) <= inlineBody {
+		b = append(b, body...)
+		body = nil
+	}
+	n, err := c.nc.Write(b)
+	*bp = b[:0]
+	if cap(b) <= 64<<10 {
+		writeBufs.Put(bp)
+	}
+	if err != nil {
+		return nil, n > 0, fail(err)
+	}
+	if len(body) > 0 {
+		if _, err := c.nc.Write(body); err != nil {
+			return nil, true, fail(err)
+		}
+	}
+	h, err := ReadHead(c.br)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, true, fail(err)
+	}
+	bd := &Body{p: p, c: c, stop: stop, cancelled: &cancelled, reuse: !h.Close}
+	switch h.Framing {
+	case NoBody:
+		bd.eof = true
+	case Length:
+		bd.left = h.Length
+		bd.eof = h.Length == 0
+	case Chunked:
+		bd.chunked = &chunkedReader{br: c.br}
+	case UntilClose:
+		bd.untilClose = true
+	}
+	resp = &http.Response{
+		Status:        strconv.Itoa(h.Status) + " " + http.StatusText(h.Status),
+		StatusCode:    h.Status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h.Header,
+		Body:          bd,
+		ContentLength: -1,
+		Close:         h.Close,
+	}
+	if h.Framing == Length {
+		resp.ContentLength = h.Length
+	} else if h.Framing == NoBody {
+		resp.ContentLength = 0
+	}
+	if bd.eof {
+		bd.release(true)
+	}
+	return resp, true, nil
+}
+
+// appendHead writes the request line and header section.
+func appendHead(b []byte, req *Request) []byte {
+	b = append(b, req.Method...)
+	b = append(b, ' ')
+	b = append(b, req.Target...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, req.Host...)
+	b = append(b, '\r', '\n')
+	b = append(b, req.Fields...)
+	if req.HasBody || len(req.Body) > 0 {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(len(req.Body)), 10)
+		b = append(b, '\r', '\n')
+	}
+	return append(b, '\r', '\n')
+}
+
+// get returns an idle connection to addr that still looks alive, or a new one.
+func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
+	now := time.Now()
+	for {
+		p.mu.Lock()
+		list := p.idle[addr]
+		if len(list) == 0 {
+			p.mu.Unlock()
+			break
+		}
+		c := list[len(list)-1]
+		list[len(list)-1] = nil
+		p.idle[addr] = list[:len(list)-1]
+		p.mu.Unlock()
+		if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
+			return c, nil
+		}
+		c.nc.Close()
+	}
+	nc, err := p.dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBufSize), addr: addr}, nil
+}
+
+// put gives a connection whose last response was read to its end back to
+// the pool, or closes it.
+func (p *Pool) put(c *conn) {
+	c.idleSince = time.Now()
+	p.mu.Lock()
+	list := p.idle[c.addr]
+	if p.closed || len(list) >= p.maxIdle {
+		p.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	// The oldest connection sits at the bottom; close it once it has been
+	// idle too long, so that a pool that shrank does not keep it forever.
+	var stale *conn
+	if len(list) > 0 && c.idleSince.Sub(list[0].idleSince) > p.idleTimeout {
+		stale = list[0]
+		list = append(list[:0], list[1:]...)
+	}
+	p.idle[c.addr] = append(list, c)
+	p.mu.Unlock()
+	if stale != nil {
+		stale.nc.Close()
+	}
+}
+
+// CloseIdle closes every idle connection; with final, the pool keeps none
+// from now on.
+func (p *Pool) CloseIdle(final bool) {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle = make(map[string][]*conn)
+	p.closed = p.closed || final
+	p.mu.Unlock()
+	for _, list := range idle {
+		for _, c := range list {
+			c.nc.Close()
+		}
+	}
+}
+
+// Body is a response body. Read it to io.EOF and Close it, and its
+// connection carries the next request; Close it early, and the connection
+// is closed, which a replica sees as the end of the exchange.
+type Body struct {
+	p          *Pool
+	c          *conn
+	stop       func() bool
+	cancelled  *atomic.Bool
+	left       int64 // with Content-Length
+	chunked    *chunkedReader
+	untilClose bool
+	reuse      bool
+	eof        bool
+	err        error
+	done       atomic.Bool // released: the connection is pooled or closed
+}
+
+func (b *Body) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	var n int
+	var err error
+	switch {
+	case b.chunked != nil:
+		n, err = b.chunked.Read(p)
+	case b.untilClose:
+		n, err = b.c.br.Read(p)
+	default:
+		if int64(len(p)) > b.left {
+			p = p[:b.left]
+		}
+		n, err = b.c.br.Read(p)
+		b.left -= int64(n)
+		if b.left == 0 {
+			err = io.EOF
+		} else if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		b.eof = true
+		b.release(true)
+		return n, io.EOF
+	}
+	if err != nil {
+		if b.cancelled.Load() {
+			err = context.Canceled
+		}
+		b.err = err
+	}
+	return n, err
+}
+
+// Close releases the connection: back to the pool when the body was read
+// to its end, closed otherwise. It may be called from another goroutine to
+// stop a Read in progress.
+func (b *Body) Close() error {
+	b.release(false)
+	return nil
+}
+
+// release pools the connection when atEOF (only Read, having read the body
+// to its end, says so) and closes it otherwise. Only the first call counts.
+func (b *Body) release(atEOF bool) {
+	if b.done.Swap(true) {
+		return
+	}
+	if atEOF && b.reuse && b.stop() {
+		b.p.put(b.c)
+		return
+	}
+	b.stop()
+	b.c.nc.Close()
+}

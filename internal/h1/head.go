@@ -1,0 +1,393 @@
+// Package h1 is the gateway's upstream HTTP/1.1 client: a pool of kept-alive
+// connections per replica, a request writer that sends a request in one
+// write, and a response parser that allocates little. It does what the
+// gateway needs and no more: no proxies, no redirects, no compression, no
+// TLS (https replicas go through net/http), one request per connection at a
+// time.
+//
+// net/http's Transport spends two goroutines, two buffers and several
+// channel hand-offs on every connection and request; on loopback that was
+// most of the gateway's cost per request (docs/BENCHMARKS.md). Here the
+// goroutine that forwards a request writes it and reads the answer itself.
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+)
+
+// Limits on what a replica may send before its body.
+const (
+	MaxHeadBytes = 64 << 10 // status line and header fields together
+	MaxFields    = 128      // header fields
+	maxInterim   = 8        // 1xx answers skipped before the final one
+)
+
+// ErrMalformed is wrapped by every error about a response the parser refuses.
+var ErrMalformed = errors.New("malformed HTTP/1.1 response")
+
+func malformed(what string) error { return fmt.Errorf("%w: %s", ErrMalformed, what) }
+
+// Framing says how a response's body is delimited (RFC 9112 section 6.3).
+type Framing uint8
+
+const (
+	NoBody     Framing = iota // 1xx, 204, 304
+	Length                    // Content-Length
+	Chunked                   // Transfer-Encoding ending in chunked
+	UntilClose                // neither: the body runs to the end of the connection
+)
+
+// Head is a parsed status line and header section.
+type Head struct {
+	Status  int
+	Header  http.Header
+	Framing Framing
+	Length  int64 // with Framing Length
+	// Close is true when the connection cannot carry another request after
+	// this response: "Connection: close", HTTP/1.0, a body read to the
+	// close, or Transfer-Encoding together with Content-Length.
+	Close bool
+}
+
+// ReadHead reads one response head from br: the status line and header
+// fields, up to the blank line. It skips interim 1xx answers other than
+// 101, which it refuses (the gateway never asks to switch protocols).
+// Obsolete line folding, bad field names, a bad or conflicting
+// Content-Length, and heads over MaxHeadBytes or MaxFields are refused with
+// an error wrapping ErrMalformed.
+func ReadHead(br *bufio.Reader) (*Head, error) {
+	for range maxInterim {
+		h, err := readOne(br)
+		if err != nil {
+			return nil, err
+		}
+		if h.Status >= 200 {
+			return h, nil
+		}
+		if h.Status == http.StatusSwitchingProtocols {
+			return nil, malformed("101 switching protocols")
+		}
+	}
+	return nil, malformed("too many interim responses")
+}
+
+func readOne(br *bufio.Reader) (*Head, error) {
+	budget := MaxHeadBytes
+	line, err := readLine(br, &budget)
+	if err != nil {
+		return nil, err
+	}
+	h := &Head{}
+	var minor byte
+	if h.Status, minor, err = parseStatusLine(line); err != nil {
+		return nil, err
+	}
+	h.Close = minor == '0'
+	// Fields are read into one backing array of values, as net/http does,
+	// so that each field costs its strings and not a slice of its own.
+	var (
+		keys [MaxFields]string
+		vals [MaxFields]string
+		n    int
+	)
+	for {
+		line, err := readLine(br, &budget)
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return nil, malformed("obsolete line folding")
+		}
+		if n == MaxFields {
+			return nil, malformed("too many header fields")
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 || !validName(line[:colon]) {
+			return nil, malformed("bad header field name")
+		}
+		v := bytes.Trim(line[colon+1:], " \t")
+		if !validValue(v) {
+			return nil, malformed("bad header field value")
+		}
+		keys[n], vals[n] = canonicalKey(line[:colon]), internValue(v)
+		n++
+	}
+	h.Header = make(http.Header, n)
+	values := make([]string, n)
+	copy(values, vals[:n])
+	for i := range n {
+		k := keys[i]
+		if prior, ok := h.Header[k]; ok {
+			h.Header[k] = append(prior[:len(prior):len(prior)], values[i])
+			continue
+		}
+		h.Header[k] = values[i : i+1 : i+1]
+	}
+	if err := h.frame(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// readLine returns the next line without its CRLF (or bare LF), charging it
+// to the budget. The slice is valid until the next read from br.
+func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil, malformed("header line too long")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if *budget -= len(line); *budget < 0 {
+		return nil, malformed("head too large")
+	}
+	line = line[:len(line)-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, nil
+}
+
+// parseStatusLine parses "HTTP/1.x SSS reason" and returns the status and
+// the minor version digit.
+func parseStatusLine(line []byte) (int, byte, error) {
+	if len(line) < 12 || string(line[:7]) != "HTTP/1." || (line[7] != '0' && line[7] != '1') || line[8] != ' ' {
+		return 0, 0, malformed("bad status line")
+	}
+	if len(line) > 12 && line[12] != ' ' {
+		return 0, 0, malformed("bad status line")
+	}
+	s := 0
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return 0, 0, malformed("bad status code")
+		}
+		s = s*10 + int(c-'0')
+	}
+	if s < 100 {
+		return 0, 0, malformed("bad status code")
+	}
+	return s, line[7], nil
+}
+
+// frame decides the body's framing from the status and fields.
+func (h *Head) frame() error {
+	if conn := h.Header["Connection"]; len(conn) > 0 {
+		for _, v := range conn {
+			if hasToken(v, "close") {
+				h.Close = true
+			}
+		}
+	}
+	if h.Status < 200 || h.Status == http.StatusNoContent || h.Status == http.StatusNotModified {
+		h.Framing = NoBody
+		return nil
+	}
+	te := h.Header["Transfer-Encoding"]
+	cl := h.Header["Content-Length"]
+	if len(te) > 0 {
+		// The final coding decides; anything but chunked runs to the close.
+		last := te[len(te)-1]
+		if i := strings.LastIndexByte(last, ','); i >= 0 {
+			last = last[i+1:]
+		}
+		if equalFold(trimOWS(last), "chunked") {
+			h.Framing = Chunked
+		} else {
+			h.Framing, h.Close = UntilClose, true
+		}
+		if len(cl) > 0 {
+			h.Close = true // RFC 9112 section 6.3: close after such a message
+		}
+		return nil
+	}
+	if len(cl) > 0 {
+		n, err := parseLength(cl)
+		if err != nil {
+			return err
+		}
+		h.Framing, h.Length = Length, n
+		return nil
+	}
+	h.Framing, h.Close = UntilClose, true
+	return nil
+}
+
+// parseLength parses Content-Length values, which must all agree (a list
+// "5, 5" counts as one value).
+func parseLength(values []string) (int64, error) {
+	n := int64(-1)
+	for _, v := range values {
+		for len(v) > 0 {
+			var part string
+			part, v = nextItem(v)
+			if part == "" || len(part) > 18 {
+				return 0, malformed("bad Content-Length")
+			}
+			m, err := strconv.ParseUint(part, 10, 63)
+			if err != nil {
+				return 0, malformed("bad Content-Length")
+			}
+			if n >= 0 && int64(m) != n {
+				return 0, malformed("conflicting Content-Length")
+			}
+			n = int64(m)
+		}
+	}
+	if n < 0 {
+		return 0, malformed("bad Content-Length")
+	}
+	return n, nil
+}
+
+// validName reports whether b is an RFC 9110 token.
+func validName(b []byte) bool {
+	for _, c := range b {
+		if !isTokenChar(c) {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	switch c {
+	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
+		return true
+	}
+	return false
+}
+
+// validValue refuses control characters other than tab (CR, LF and NUL
+// above all) in a field value.
+func validValue(b []byte) bool {
+	for _, c := range b {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidValue reports whether s may be sent as a field value.
+func ValidValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalKey returns the canonical form of a field name, without
+// allocating for the names replicas commonly send.
+func canonicalKey(b []byte) string {
+	switch string(b) {
+	case "Content-Type", "content-type":
+		return "Content-Type"
+	case "Content-Length", "content-length":
+		return "Content-Length"
+	case "Date", "date":
+		return "Date"
+	case "Mcp-Session-Id", "mcp-session-id":
+		return "Mcp-Session-Id"
+	case "Cache-Control", "cache-control":
+		return "Cache-Control"
+	case "Connection", "connection":
+		return "Connection"
+	case "Transfer-Encoding", "transfer-encoding":
+		return "Transfer-Encoding"
+	case "Vary", "vary":
+		return "Vary"
+	case "Server", "server":
+		return "Server"
+	case "Keep-Alive", "keep-alive":
+		return "Keep-Alive"
+	}
+	return textproto.CanonicalMIMEHeaderKey(string(b))
+}
+
+// internValue returns common values without allocating.
+func internValue(b []byte) string {
+	switch string(b) {
+	case "application/json":
+		return "application/json"
+	case "text/event-stream":
+		return "text/event-stream"
+	case "chunked":
+		return "chunked"
+	case "no-cache":
+		return "no-cache"
+	case "close":
+		return "close"
+	case "keep-alive":
+		return "keep-alive"
+	case "Accept-Encoding":
+		return "Accept-Encoding"
+	}
+	return string(b)
+}
+
+// hasToken reports whether the comma-separated list v holds token (any case).
+func hasToken(v, token string) bool {
+	for len(v) > 0 {
+		var part string
+		if part, v = nextItem(v); equalFold(part, token) {
+			return true
+		}
+	}
+	return false
+}
+
+// nextItem splits the first item, trimmed, off a comma-separated list.
+func nextItem(v string) (item, rest string) {
+	if i := strings.IndexByte(v, ','); i >= 0 {
+		return trimOWS(v[:i]), v[i+1:]
+	}
+	return trimOWS(v), ""
+}
+
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// equalFold compares ASCII case-insensitively.
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
