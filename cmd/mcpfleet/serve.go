@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
+	"github.com/mcpfleet/mcpfleet/internal/h1"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -99,7 +100,7 @@ type runningGateway struct {
 	addr   net.Addr // the MCP listener's address
 	admin  net.Addr // nil when off
 	gw     *gateway.Gateway
-	srv    *http.Server
+	srv    *h1.Server
 	adm    *http.Server
 	served chan error
 	log    *slog.Logger
@@ -127,12 +128,12 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		return nil, fmt.Errorf("listening: %w", err)
 	}
 	rg := &runningGateway{addr: ln.Addr(), gw: gw, served: make(chan error, 2), log: log}
-	rg.srv = &http.Server{
+	rg.srv = &h1.Server{
 		Handler:           gw,
 		ReadHeaderTimeout: time.Duration(cfg.ReadHeaderTimeout),
 		IdleTimeout:       time.Duration(cfg.IdleTimeout),
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Log:               log,
 	}
 	go func() { rg.served <- rg.srv.Serve(ln) }()
 	if cfg.Admin != "" {

@@ -25,7 +25,7 @@ func BenchmarkForwardJSON(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer gw.Close()
-	front := httptest.NewServer(gw)
+	front := newFront(gw)
 	defer front.Close()
 	benchPost(b, front.URL+"/mcp")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/h1"
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,7 +27,7 @@ type fleet struct {
 	servers  []*testserver.Server
 	replicas []*httptest.Server
 	gw       *Gateway
-	front    *httptest.Server
+	front    *frontServer
 	logs     *syncBuffer
 }
 
@@ -58,7 +60,7 @@ func startFleet(t *testing.T, n int, opts *Options) *fleet {
 		specs = append(specs, upstream.Spec{Name: name, URL: hs.URL + "/mcp"})
 	}
 	f.gw = startGatewayOn(t, specs, opts, f.logs)
-	f.front = httptest.NewServer(f.gw)
+	f.front = newFront(f.gw)
 	t.Cleanup(f.front.Close)
 	return f
 }
@@ -243,3 +245,22 @@ func hasPrefixLine(all []string, prefix string) int {
 	}
 	return n
 }
+
+// frontServer serves a gateway on a loopback port the way mcpfleet serve
+// does: with internal/h1's server.
+type frontServer struct {
+	URL string
+	srv *h1.Server
+}
+
+func newFront(h http.Handler) *frontServer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	s := &h1.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go func() { _ = s.Serve(ln) }()
+	return &frontServer{URL: "http://" + ln.Addr().String(), srv: s}
+}
+
+func (f *frontServer) Close() { f.srv.Close() }

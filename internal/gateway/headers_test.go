@@ -27,7 +27,7 @@ func TestForwardedHeaders(t *testing.T) {
 	}))
 	defer backend.Close()
 	gw := startGatewayOn(t, []upstream.Spec{{Name: "b", URL: backend.URL + "/mcp"}}, nil, io.Discard)
-	front := httptest.NewServer(gw)
+	front := newFront(gw)
 	defer front.Close()
 
 	req, _ := http.NewRequest(http.MethodPost, front.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))

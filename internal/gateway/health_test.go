@@ -41,7 +41,7 @@ func TestDrainingReplicaTakesNoNewWork(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go checker.Run(ctx)
-	front := httptest.NewServer(gw)
+	front := newFront(gw)
 	defer front.Close()
 
 	legacy := newRaw(t, front.URL+"/mcp", "2025-11-25")

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"io"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,7 +140,7 @@ func TestIdempotencyAcrossGatewaysInRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 		gw := startGatewayOn(t, specs, &Options{Idempotency: idem.NewRedis(client, "test:idem:", nil), RoutingSalt: []byte("shared-salt-0123456789")}, io.Discard)
-		hs := httptest.NewServer(gw)
+		hs := newFront(gw)
 		t.Cleanup(hs.Close)
 		fronts = append(fronts, hs.URL+"/mcp")
 	}

@@ -39,7 +39,7 @@ func TestRetryMovesUndeliveredRequest(t *testing.T) {
 	_, live := liveReplica(t, "live")
 	gw := startGatewayOn(t, []upstream.Spec{{Name: "dead", URL: refusedURL(t)}, {Name: "live", URL: live}},
 		&Options{Balance: balance.RoundRobin}, io.Discard)
-	front := httptest.NewServer(gw)
+	front := newFront(gw)
 	defer front.Close()
 	r := newRaw(t, front.URL+"/mcp", "2026-07-28")
 	for i := range 6 {
@@ -74,7 +74,7 @@ func TestNeverResendsDeliveredRequest(t *testing.T) {
 	srv, live := liveReplica(t, "live")
 	gw := startGatewayOn(t, []upstream.Spec{{Name: "dropper", URL: dropper.URL + "/mcp"}, {Name: "live", URL: live}},
 		&Options{Balance: balance.RoundRobin, Retries: 3}, io.Discard)
-	front := httptest.NewServer(gw)
+	front := newFront(gw)
 	defer front.Close()
 	r := newRaw(t, front.URL+"/mcp", "2026-07-28")
 	resp := r.post(context.Background(), 1, "tools/call", map[string]any{"name": "mutate", "arguments": map[string]any{"key": "k", "seconds": 0, "at": 0}}, nil)
@@ -96,7 +96,7 @@ func TestSessionOfUnreachableReplicaIs404(t *testing.T) {
 	}
 	hs := httptest.NewServer(s.Handler())
 	gw := startGatewayOn(t, []upstream.Spec{{Name: "only", URL: hs.URL + "/mcp"}}, nil, io.Discard)
-	front := httptest.NewServer(gw)
+	front := newFront(gw)
 	defer front.Close()
 	r := newRaw(t, front.URL+"/mcp", "2025-11-25")
 	r.initialize()
@@ -131,7 +131,7 @@ func TestRetryRulesThroughGateway(t *testing.T) {
 	t.Run("delivered read-only call moves on", func(t *testing.T) {
 		gw := startGatewayOn(t, []upstream.Spec{{Name: "dropper", URL: dropper.URL + "/mcp"}, {Name: "live", URL: live}},
 			&Options{Balance: balance.RoundRobin}, io.Discard)
-		front := httptest.NewServer(gw)
+		front := newFront(gw)
 		defer front.Close()
 		r := newRaw(t, front.URL+"/mcp", "2026-07-28")
 		// tools/list only reads, so it may move on; its answer teaches the
@@ -159,7 +159,7 @@ func TestRetryRulesThroughGateway(t *testing.T) {
 	t.Run("draining refusal moves even a mutation", func(t *testing.T) {
 		gw := startGatewayOn(t, []upstream.Spec{{Name: "draining", URL: draining.URL + "/mcp"}, {Name: "live", URL: live}},
 			&Options{Balance: balance.RoundRobin}, io.Discard)
-		front := httptest.NewServer(gw)
+		front := newFront(gw)
 		defer front.Close()
 		r := newRaw(t, front.URL+"/mcp", "2026-07-28")
 		for i := range 4 {

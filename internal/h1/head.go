@@ -34,6 +34,9 @@ var ErrMalformed = errors.New("malformed HTTP/1.1 response")
 
 func malformed(what string) error { return fmt.Errorf("%w: %s", ErrMalformed, what) }
 
+// errTooLarge is a head over its byte or field budget.
+var errTooLarge = fmt.Errorf("%w: head too large", ErrMalformed)
+
 // Framing says how a response's body is delimited (RFC 9112 section 6.3).
 type Framing uint8
 
@@ -90,15 +93,26 @@ func readOne(br *bufio.Reader) (*Head, error) {
 		return nil, err
 	}
 	h.Close = minor == '0'
-	// Fields are read into one backing array of values, as net/http does,
-	// so that each field costs its strings and not a slice of its own.
+	if h.Header, err = readFields(br, &budget); err != nil {
+		return nil, err
+	}
+	if err := h.frame(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// readFields reads header fields up to the blank line that ends them.
+// Values share one backing array, as in net/http, so that each field costs
+// its strings and not a slice of its own.
+func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 	var (
 		keys [MaxFields]string
 		vals [MaxFields]string
 		n    int
 	)
 	for {
-		line, err := readLine(br, &budget)
+		line, err := readLine(br, budget)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +123,7 @@ func readOne(br *bufio.Reader) (*Head, error) {
 			return nil, malformed("obsolete line folding")
 		}
 		if n == MaxFields {
-			return nil, malformed("too many header fields")
+			return nil, errTooLarge
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 || !validName(line[:colon]) {
@@ -122,19 +136,16 @@ func readOne(br *bufio.Reader) (*Head, error) {
 		keys[n], vals[n] = canonicalKey(line[:colon]), internValue(v)
 		n++
 	}
-	h.Header = make(http.Header, n)
+	h := make(http.Header, n)
 	values := make([]string, n)
 	copy(values, vals[:n])
 	for i := range n {
 		k := keys[i]
-		if prior, ok := h.Header[k]; ok {
-			h.Header[k] = append(prior[:len(prior):len(prior)], values[i])
+		if prior, ok := h[k]; ok {
+			h[k] = append(prior[:len(prior):len(prior)], values[i])
 			continue
 		}
-		h.Header[k] = values[i : i+1 : i+1]
-	}
-	if err := h.frame(); err != nil {
-		return nil, err
+		h[k] = values[i : i+1 : i+1]
 	}
 	return h, nil
 }
@@ -144,13 +155,23 @@ func readOne(br *bufio.Reader) (*Head, error) {
 func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
-		return nil, malformed("header line too long")
+		// A line longer than the buffer (a large token, say) is put
+		// together on the heap, within the budget.
+		long := append([]byte(nil), line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(long) > *budget {
+				return nil, errTooLarge
+			}
+			line, err = br.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		line = long
 	}
 	if err != nil {
 		return nil, err
 	}
 	if *budget -= len(line); *budget < 0 {
-		return nil, malformed("head too large")
+		return nil, errTooLarge
 	}
 	line = line[:len(line)-1]
 	if len(line) > 0 && line[len(line)-1] == '\r' {
@@ -318,6 +339,28 @@ func canonicalKey(b []byte) string {
 		return "Server"
 	case "Keep-Alive", "keep-alive":
 		return "Keep-Alive"
+	case "Host", "host":
+		return "Host"
+	case "Accept", "accept":
+		return "Accept"
+	case "Authorization", "authorization":
+		return "Authorization"
+	case "Mcp-Protocol-Version", "mcp-protocol-version":
+		return "Mcp-Protocol-Version"
+	case "Mcp-Method", "mcp-method":
+		return "Mcp-Method"
+	case "Mcp-Name", "mcp-name":
+		return "Mcp-Name"
+	case "User-Agent", "user-agent":
+		return "User-Agent"
+	case "Accept-Encoding", "accept-encoding":
+		return "Accept-Encoding"
+	case "Last-Event-ID", "Last-Event-Id", "last-event-id":
+		return "Last-Event-Id"
+	case "Expect", "expect":
+		return "Expect"
+	case "X-Forwarded-For", "x-forwarded-for":
+		return "X-Forwarded-For"
 	}
 	return textproto.CanonicalMIMEHeaderKey(string(b))
 }
@@ -339,6 +382,16 @@ func internValue(b []byte) string {
 		return "keep-alive"
 	case "Accept-Encoding":
 		return "Accept-Encoding"
+	case "application/json, text/event-stream":
+		return "application/json, text/event-stream"
+	case "2026-07-28":
+		return "2026-07-28"
+	case "2025-11-25":
+		return "2025-11-25"
+	case "tools/call":
+		return "tools/call"
+	case "*/*":
+		return "*/*"
 	}
 	return string(b)
 }
