@@ -24,13 +24,17 @@ type Reader struct {
 	buf []byte // the event being assembled; reused between calls
 }
 
+const readerBufSize = 1 << 10
+
 // NewReader returns a Reader over r whose events may be at most max bytes
 // (max <= 0 means 4 MiB).
 func NewReader(r io.Reader, max int) *Reader {
 	if max <= 0 {
 		max = 4 << 20
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 4<<10), max: max}
+	// The buffer is small: an idle stream holds it for as long as it is
+	// open, and a long line is put together in buf anyway.
+	return &Reader{br: bufio.NewReaderSize(r, readerBufSize), max: max}
 }
 
 // Next returns the next whole event block, including its terminating blank
@@ -38,6 +42,7 @@ func NewReader(r io.Reader, max int) *Reader {
 // returns io.EOF; bytes of an unfinished event are then in Rest.
 func (r *Reader) Next() ([]byte, error) {
 	r.buf = r.buf[:0]
+	long := false // the line so far filled the buffer: this is more of it
 	for {
 		line, err := r.br.ReadSlice('\n')
 		if len(r.buf)+len(line) > r.max {
@@ -46,11 +51,12 @@ func (r *Reader) Next() ([]byte, error) {
 		r.buf = append(r.buf, line...)
 		switch {
 		case err == nil:
-			if isBlank(line) && !onlyBlankLines(r.buf) {
+			if !long && isBlank(line) && !onlyBlankLines(r.buf) {
 				return r.buf, nil
 			}
+			long = false
 		case errors.Is(err, bufio.ErrBufferFull):
-			// A long line: keep reading it.
+			long = true // a long line: keep reading it
 		default:
 			return nil, err
 		}

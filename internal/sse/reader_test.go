@@ -118,3 +118,27 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderLineFillingBuffer: a line exactly as long as the read buffer
+// comes back from bufio in two pieces, the second a lone LF. That LF ends
+// the line, not the event.
+func TestReaderLineFillingBuffer(t *testing.T) {
+	for _, n := range []int{readerBufSize - 1, readerBufSize, readerBufSize + 1, 2 * readerBufSize} {
+		line := "data: " + strings.Repeat("x", n-len("data: "))
+		event := line + "\n" + "data: more\n\n"
+		for _, eol := range []string{"\n", "\r\n"} {
+			ev := strings.ReplaceAll(event, "\n", eol)
+			r := NewReader(strings.NewReader(ev+"data: next"+eol+eol), 0)
+			block, err := r.Next()
+			if err != nil {
+				t.Fatalf("n=%d: %v", n, err)
+			}
+			if string(block) != ev {
+				t.Fatalf("n=%d eol=%q: first block is %d bytes, want the %d-byte event", n, eol, len(block), len(ev))
+			}
+			if block, err := r.Next(); err != nil || string(block) != "data: next"+eol+eol {
+				t.Fatalf("n=%d: second block %q, %v", n, block, err)
+			}
+		}
+	}
+}
