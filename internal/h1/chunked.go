@@ -18,6 +18,9 @@ type chunkedReader struct {
 }
 
 func (c *chunkedReader) Read(p []byte) (int, error) {
+	if len(p) == 0 && c.err == nil {
+		return 0, nil
+	}
 	for c.err == nil {
 		switch {
 		case c.left > 0:

@@ -65,9 +65,14 @@ type conn struct {
 	idleSince time.Time
 }
 
-// readBufSize is the read buffer of a connection: large enough for a
-// typical head and answer in one read, small enough that thousands of idle
-// streams stay cheap.
+// clientBufSize is the read buffer of an upstream connection: large enough
+// for a typical head and JSON answer in one read, small enough that
+// thousands of idle streams stay cheap (a longer head line is put together
+// on the heap; a large body is read past the buffer, straight into the
+// caller's).
+const clientBufSize = 2 << 10
+
+// readBufSize is the server's read buffer, held only while a request is read.
 const readBufSize = 4 << 10
 
 var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
@@ -212,7 +217,7 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, readBufSize), addr: addr}, nil
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, clientBufSize), addr: addr}, nil
 }
 
 // put gives a connection whose last response was read to its end back to
@@ -272,9 +277,15 @@ type Body struct {
 	done       atomic.Bool // released: the connection is pooled or closed
 }
 
+// errBodyClosed is what a body closed before its end reads as.
+var errBodyClosed = errors.New("h1: read on a closed response body")
+
 func (b *Body) Read(p []byte) (int, error) {
 	if b.eof {
 		return 0, io.EOF
+	}
+	if b.done.Load() {
+		return 0, errBodyClosed
 	}
 	if b.err != nil {
 		return 0, b.err

@@ -66,7 +66,7 @@ type Head struct {
 // Content-Length, and heads over MaxHeadBytes or MaxFields are refused with
 // an error wrapping ErrMalformed.
 func ReadHead(br *bufio.Reader) (*Head, error) {
-	for range maxInterim {
+	for range maxInterim + 1 {
 		h, err := readOne(br)
 		if err != nil {
 			return nil, err
@@ -106,10 +106,13 @@ func readOne(br *bufio.Reader) (*Head, error) {
 // Values share one backing array, as in net/http, so that each field costs
 // its strings and not a slice of its own.
 func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
+	// The first fields go in arrays on the stack; a head with more spills
+	// to the heap. Small arrays keep the stacks of the goroutines that hold
+	// idle streams small.
 	var (
-		keys [MaxFields]string
-		vals [MaxFields]string
-		n    int
+		keyArr, valArr [24]string
+		keys, vals     = keyArr[:0], valArr[:0]
+		n              int
 	)
 	for {
 		line, err := readLine(br, budget)
@@ -133,7 +136,7 @@ func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 		if !validValue(v) {
 			return nil, malformed("bad header field value")
 		}
-		keys[n], vals[n] = canonicalKey(line[:colon]), internValue(v)
+		keys, vals = append(keys, canonicalKey(line[:colon])), append(vals, internValue(v))
 		n++
 	}
 	h := make(http.Header, n)
@@ -250,9 +253,9 @@ func (h *Head) frame() error {
 func parseLength(values []string) (int64, error) {
 	n := int64(-1)
 	for _, v := range values {
-		for len(v) > 0 {
-			var part string
-			part, v = nextItem(v)
+		for {
+			part, rest, more := strings.Cut(v, ",")
+			part = trimOWS(part)
 			if part == "" || len(part) > 18 {
 				return 0, malformed("bad Content-Length")
 			}
@@ -264,6 +267,10 @@ func parseLength(values []string) (int64, error) {
 				return 0, malformed("conflicting Content-Length")
 			}
 			n = int64(m)
+			if !more {
+				break
+			}
+			v = rest
 		}
 	}
 	if n < 0 {

@@ -18,7 +18,9 @@ type RequestError struct {
 
 func (e *RequestError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Reason) }
 
-func badRequest(reason string) error { return &RequestError{Status: http.StatusBadRequest, Reason: reason} }
+func badRequest(reason string) error {
+	return &RequestError{Status: http.StatusBadRequest, Reason: reason}
+}
 
 // RequestHead is a parsed request line and header section.
 type RequestHead struct {

@@ -337,6 +337,7 @@ func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
 		req.Body, req.ContentLength = body, head.Length
 	default:
 		body.done = true
+		c.releaseReadBuf()
 	}
 	req = req.WithContext(ctx)
 	w := &response{c: c, req: req, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead}
@@ -350,14 +351,21 @@ func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
 		w.finish()
 	}
 	keep = completed && w.err == nil && !w.closeAfter && !head.Close && c.finishBody(body)
-	if keep && c.br != nil && c.br.Buffered() == 0 {
-		// Nothing of a next request is here yet: the buffer goes back to
-		// the pool while the connection waits.
+	if keep {
+		c.releaseReadBuf()
+	}
+	return keep
+}
+
+// releaseReadBuf gives the read buffer back to the pool once the request
+// is read, unless it holds bytes of the next one: a connection whose
+// handler streams, or that waits for its next request, holds no buffer.
+func (c *serverConn) releaseReadBuf() {
+	if c.br != nil && c.br.Buffered() == 0 {
 		c.br.Reset(nil)
 		readBufs.Put(c.br)
 		c.br = nil
 	}
-	return keep
 }
 
 // run calls the handler; a panic is logged and ends the connection (for
@@ -453,6 +461,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		b.mu.Lock()
 		b.done = true
 		b.mu.Unlock()
+		b.c.releaseReadBuf()
 		return n, io.EOF
 	}
 	if err != nil {
