@@ -11,13 +11,20 @@
 # then the idle SSE streams the gateway holds (RSS per stream) and the time to
 # relay a burst of progress notifications. Everything it starts is killed on exit.
 #
+# Each scenario runs BENCH_ROUNDS rounds, every round visiting each target in
+# turn, so that a slow moment of the machine falls on all of them alike; the
+# summary gives each target's median over the rounds, and the ratios of
+# medians.
+#
 # Env: BENCH_DURATION (10s), BENCH_CONNECTIONS (32), BENCH_THREADS (2),
-# BENCH_TARGETS, BENCH_STREAMS ("2000 9000"), BENCH_OUT (results dir, kept).
+# BENCH_ROUNDS (3), BENCH_TARGETS, BENCH_STREAMS ("2000 9000"),
+# BENCH_OUT (results dir, kept).
 set -euo pipefail
 
 DUR=${BENCH_DURATION:-10s}
 CONNS=${BENCH_CONNECTIONS:-32}
 THREADS=${BENCH_THREADS:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
 TARGETS=${BENCH_TARGETS:-"direct mcpfleet mcpfleet-p1 nginx haproxy haproxy-ka"}
 STREAMS=${BENCH_STREAMS:-"2000 9000"}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -267,20 +274,21 @@ sealed_ids() {
 	done
 }
 
-# run_wrk SCENARIO TARGET SCRIPT: one wrk run, one results line.
+# run_wrk SCENARIO TARGET SCRIPT ROUND: one wrk run, one results line.
 RESULTS=$OUT/results.tsv
-printf 'scenario\ttarget\treq_per_s\tp50\tp99\tnon2xx\tsocket_errors\n' >"$RESULTS"
+printf 'scenario\ttarget\tround\treq_per_s\tp50_ms\tp99_ms\tnon2xx\tsocket_errors\n' >"$RESULTS"
 run_wrk() {
-	local sc=$1 t=$2 lua=$3 f="$OUT/wrk-$1-$2.txt"
-	log "wrk $sc $t ($DUR)"
+	local sc=$1 t=$2 lua=$3 round=$4 f="$OUT/wrk-$1-$2-$4.txt"
+	log "wrk $sc $t round $round ($DUR)"
 	timeout 120 wrk -t"$THREADS" -c"$CONNS" -d"$DUR" --latency -s "$lua" "http://127.0.0.1:${PORT[$t]}/mcp" >"$f" 2>&1 || true
-	awk -v sc="$sc" -v t="$t" '
+	awk -v sc="$sc" -v t="$t" -v round="$round" '
+		function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
 		/Requests\/sec/ {rps=$2}
-		/^ +50%/ {p50=$2}
-		/^ +99%/ {p99=$2}
+		/^ +50%/ {p50=ms($2)}
+		/^ +99%/ {p99=ms($2)}
 		/Non-2xx/ {non=$NF}
 		/Socket errors/ {se=$0; sub(/.*errors: /, "", se)}
-		END {printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sc, t, rps, p50, p99, (non==""?0:non), (se==""?"-":se)}' "$f" >>"$RESULTS"
+		END {printf "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\n", sc, t, round, rps, p50, p99, (non==""?0:non), (se==""?"-":se)}' "$f" >>"$RESULTS"
 	tail -1 "$RESULTS" >&2
 }
 
@@ -297,9 +305,10 @@ H2026=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/ev
 	-H 'Mcp-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' -H 'Authorization: Bearer tok-1'
 	--data '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}')
 
-# scenario NAME KIND: check, then wrk against each target in turn.
+# scenario NAME KIND: check each target, then ROUNDS rounds of wrk against
+# each target in turn.
 scenario() {
-	local sc=$1 kind=$2 t
+	local sc=$1 kind=$2 t round
 	for t in $TARGETS; do
 		local ids=()
 		if [[ $kind == legacy ]]; then
@@ -314,7 +323,11 @@ scenario() {
 			check "$t" "${H2026[@]}"
 		fi
 		lua_script "$WORK/$sc-$t.lua" "$kind" "${PORT[$t]}" "${ids[@]}"
-		run_wrk "$sc" "$t" "$WORK/$sc-$t.lua"
+	done
+	for round in $(seq "$ROUNDS"); do
+		for t in $TARGETS; do
+			run_wrk "$sc" "$t" "$WORK/$sc-$t.lua" "$round"
+		done
 	done
 }
 
@@ -384,15 +397,23 @@ done
 stop ts1 ts2 ts3
 
 echo
-echo "== wrk: $THREADS threads, $CONNS connections, $DUR each =="
-column -t -s $'\t' "$RESULTS"
+echo "== wrk: $THREADS threads, $CONNS connections, $DUR each, $ROUNDS rounds; medians over the rounds =="
+# median of a column for each (scenario, target), in the order they ran
+MEDIANS=$OUT/medians.tsv
+awk -F'\t' 'NR>1 {k=$1"\t"$2; if (!(k in n)) order[++m]=k; n[k]++; rps[k,n[k]]=$4; p50[k,n[k]]=$5; p99[k,n[k]]=$6; non[k]+=$7}
+	function med(a, k, c,   i, j, t, v) { for (i=1;i<=c;i++) v[i]=a[k,i]+0
+		for (i=1;i<=c;i++) for (j=i+1;j<=c;j++) if (v[j]<v[i]) {t=v[i]; v[i]=v[j]; v[j]=t}
+		return (c%2) ? v[(c+1)/2] : (v[c/2]+v[c/2+1])/2 }
+	END {printf "scenario\ttarget\treq_per_s\tp50_ms\tp99_ms\tnon2xx\n"
+		for (i=1;i<=m;i++) {k=order[i]; printf "%s\t%.0f\t%.2f\t%.2f\t%d\n", k, med(rps,k,n[k]), med(p50,k,n[k]), med(p99,k,n[k]), non[k]}}' "$RESULTS" >"$MEDIANS"
+column -t -s $'\t' "$MEDIANS"
 echo
-echo "== ratios (requests/s) =="
-awk -F'\t' 'NR>1 {r[$1" "$2]=$3; sc[$1]=1}
+echo "== ratios of medians (mcpfleet / other): requests/s, p99 =="
+awk -F'\t' 'NR>1 {r[$1" "$2]=$3; p[$1" "$2]=$5; if (!($1 in sc)) so[++ns]=$1; sc[$1]=1}
 	END {n=split("mcpfleet mcpfleet-p1", G, " "); m=split("nginx haproxy haproxy-ka", P, " ");
-		for (s in sc) for (i=1;i<=n;i++) for (j=1;j<=m;j++)
-			if (r[s" "G[i]] > 0 && r[s" "P[j]] > 0)
-				printf "%s\t%s/%s\t%.2f\n", s, G[i], P[j], r[s" "G[i]]/r[s" "P[j]]}' "$RESULTS" | sort | column -t -s $'\t'
+		printf "scenario\tpair\treq_per_s\tp99\n"
+		for (s=1;s<=ns;s++) for (i=1;i<=n;i++) for (j=1;j<=m;j++) {a=so[s]" "G[i]; b=so[s]" "P[j]
+			if (r[a] > 0 && r[b] > 0) printf "%s\t%s/%s\t%.2f\t%.2f\n", so[s], G[i], P[j], r[a]/r[b], (p[b] > 0 ? p[a]/p[b] : 0)}}' "$MEDIANS" | column -t -s $'\t'
 echo
 echo "== progress burst (1 s sleep, progress every 1 ms; 3 calls each) =="
 column -t -s $'\t' "$OUT/progress.tsv"
