@@ -127,6 +127,17 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 	if !strings.Contains(m.String(), "mcpfleet_replica_in_flight") || !strings.Contains(m.String(), "go_goroutines") {
 		t.Errorf("admin /metrics lacks gateway or runtime metrics")
 	}
+	// Profiles are on the admin listener, not on the MCP one.
+	for base, want := range map[string]int{admin: http.StatusOK, addr: http.StatusNotFound} {
+		resp, err := http.Get("http://" + base + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s/debug/pprof/goroutine: %d, want %d", base, resp.StatusCode, want)
+		}
+	}
 	stop()
 	<-served
 	if code != 0 {

@@ -25,7 +25,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "YAML configuration `file` (docs/CONFIG.md); flags override its keys")
 	listen := fs.String("listen", "", "MCP listener `address` (default 127.0.0.1:8080)")
-	admin := fs.String("admin", "", "admin listener `address` for /metrics (default off)")
+	admin := fs.String("admin", "", "admin listener `address` for /metrics and /debug/pprof/ (default off)")
 	var ups listFlag
 	fs.Var(&ups, "upstream", "replica MCP endpoint `URL` (repeatable); replaces the config's upstreams")
 	bal := fs.String("balance", "", "hash, least-inflight or round-robin (default hash)")
