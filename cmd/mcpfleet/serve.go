@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -109,7 +111,23 @@ type runningGateway struct {
 
 // startGateway listens and serves the gateway described by a validated cfg.
 // configPath, if not "", is re-read on SIGHUP.
+// gcPercent is the garbage collector's target when GOGC is not set. A
+// gateway's live heap is small (buffers and records of requests in flight)
+// and its garbage is per request, so collecting less often buys
+// throughput for little memory: on loopback, 400 against Go's 100 took
+// about a sixth off the gateway's CPU per request and added about 4 KiB to
+// an idle stream's share (docs/BENCHMARKS.md).
+const gcPercent = 400
+
+// tuneGC sets gcPercent unless the operator chose with GOGC.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+}
+
 func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runningGateway, error) {
+	tuneGC()
 	fleet, err := buildFleet(cfg, log)
 	if err != nil {
 		return nil, err
