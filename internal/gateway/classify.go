@@ -76,11 +76,16 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *mcp
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout))
 	defer rc.SetReadDeadline(time.Time{})
-	size := 512
-	if r.ContentLength > 0 {
-		size = int(r.ContentLength) + 1
+	if r.ContentLength >= 0 {
+		// The length is known and within the bound: one allocation, and
+		// the body must end where its length says.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, errBodyRead
+		}
+		return body, nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf := bytes.NewBuffer(make([]byte, 0, 512))
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
