@@ -340,7 +340,7 @@ func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
 		c.releaseReadBuf()
 	}
 	req = req.WithContext(ctx)
-	w := &response{c: c, req: req, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead}
+	w := &response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead}
 	c.watch.begin(c.s.watch, c.nc, body, cancel)
 	completed := c.run(w, req)
 	c.watch.end()
@@ -350,7 +350,12 @@ func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
 	if completed {
 		w.finish()
 	}
-	keep = completed && w.err == nil && !w.closeAfter && !head.Close && c.finishBody(body)
+	keep = completed && w.err == nil && !w.closeAfter && !head.Close
+	if !body.done {
+		// The client may still be sending: skip what is left if little,
+		// else close gently (lingerClose).
+		keep = c.finishBody(body) && keep
+	}
 	if keep {
 		c.releaseReadBuf()
 	}
@@ -394,7 +399,7 @@ func (c *serverConn) finishBody(b *requestBody) bool {
 	if b.expect && !b.continued {
 		return false // the client may never send it
 	}
-	if b.chunked != nil || b.left > 256<<10 || c.br == nil {
+	if b.chunked != nil || b.left > maxSkipBytes || c.br == nil || b.err != nil {
 		c.linger = true
 		return false
 	}
@@ -472,6 +477,22 @@ func (b *requestBody) Read(p []byte) (int, error) {
 
 func (b *requestBody) Close() error { return nil }
 
+// abandoned reports, when the answer's head goes out, whether the body's
+// rest cannot be skipped after the handler returns (too long, chunked, or
+// never asked for with 100-continue): the answer then says Connection:
+// close, so that the client does not send its next request on a connection
+// about to close.
+func (b *requestBody) abandoned() bool {
+	b.mu.Lock()
+	done := b.done
+	b.mu.Unlock()
+	return !done && (b.chunked != nil || b.left > maxSkipBytes || (b.expect && !b.continued))
+}
+
+// maxSkipBytes is the most of an unread body the server reads past after
+// its handler returns, to keep the connection.
+const maxSkipBytes = 256 << 10
+
 // readDone reports whether the body has been read to its end.
 func (b *requestBody) readDone() bool {
 	b.mu.Lock()
@@ -486,6 +507,7 @@ func (b *requestBody) readDone() bool {
 type response struct {
 	c          *serverConn
 	req        *http.Request
+	body       *requestBody
 	header     http.Header
 	status     int
 	committed  bool
@@ -648,7 +670,7 @@ func (w *response) commit(final bool) {
 	default:
 		w.chunked = true
 	}
-	if hasCloseToken(h["Connection"]) || w.req.Close || w.c.s.shutdown.Load() {
+	if hasCloseToken(h["Connection"]) || w.req.Close || w.c.s.shutdown.Load() || w.body.abandoned() {
 		w.closeAfter = true
 	}
 	if w.wbuf == nil {
