@@ -133,6 +133,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if s.closeIdle() {
+			s.watch.close()
 			return nil
 		}
 		select {
@@ -149,6 +150,7 @@ func (s *Server) Close() error {
 	s.init()
 	s.stopListening()
 	s.cancel()
+	s.watch.close()
 	s.mu.Lock()
 	for c := range s.conns {
 		c.nc.Close()

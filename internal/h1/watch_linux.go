@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -14,9 +15,10 @@ import (
 // net/http. A connection joins the set only once its request has run for
 // watchAfter and its body has been read.
 type watcher struct {
-	once sync.Once
-	epfd int
-	err  error
+	once   sync.Once
+	epfd   int
+	err    error
+	closed atomic.Bool
 
 	mu   sync.Mutex
 	next uint32
@@ -32,10 +34,15 @@ func (w *watcher) start() {
 	}
 }
 
+// close ends the watch: the loop notices within its wait's timeout (closing
+// the epoll descriptor would not wake a thread blocked on it) and closes it.
+func (w *watcher) close() { w.closed.Store(true) }
+
 func (w *watcher) loop() {
+	defer syscall.Close(w.epfd)
 	events := make([]syscall.EpollEvent, 128)
-	for {
-		n, err := syscall.EpollWait(w.epfd, events, -1)
+	for !w.closed.Load() {
+		n, err := syscall.EpollWait(w.epfd, events, 500)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
@@ -117,7 +124,7 @@ func (wt *watch) end() {
 
 func (w *watcher) add(nc net.Conn, cancel func()) (uint32, bool) {
 	w.once.Do(w.start)
-	if w.err != nil {
+	if w.err != nil || w.closed.Load() {
 		return 0, false
 	}
 	sc, ok := nc.(syscall.Conn)
