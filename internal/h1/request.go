@@ -107,7 +107,7 @@ func (h *RequestHead) parseRequestLine(line []byte) error {
 	case "HTTP/1.0":
 		h.Minor = 0
 	default:
-		if bytes.HasPrefix(proto, []byte("HTTP/")) {
+		if len(proto) == 8 && bytes.HasPrefix(proto, []byte("HTTP/")) && isDigit(proto[5]) && proto[6] == '.' && isDigit(proto[7]) {
 			return &RequestError{Status: http.StatusHTTPVersionNotSupported, Reason: "HTTP version not supported"}
 		}
 		return badRequest("malformed request line")
@@ -147,20 +147,21 @@ func (h *RequestHead) frame() error {
 	case len(hosts) > 1:
 		return badRequest("too many Host fields")
 	case len(hosts) == 1:
+		if !validHost(hosts[0]) {
+			return badRequest("bad Host")
+		}
 		h.Host = hosts[0]
 		delete(h.Header, "Host")
 	case h.Minor == 1:
 		return badRequest("missing Host")
 	}
-	conn := h.Header["Connection"]
-	h.Close = h.Minor == 0
-	for _, v := range conn {
-		if hasToken(v, "close") {
-			h.Close = true
-		} else if h.Minor == 0 && hasToken(v, "keep-alive") {
-			h.Close = false
-		}
+	var closeTok, keepAlive bool
+	for _, v := range h.Header["Connection"] {
+		closeTok = closeTok || hasToken(v, "close")
+		keepAlive = keepAlive || hasToken(v, "keep-alive")
 	}
+	// "close" wins whatever the order; HTTP/1.0 closes unless asked not to.
+	h.Close = closeTok || (h.Minor == 0 && !keepAlive)
 	if exp := h.Header["Expect"]; len(exp) > 0 {
 		if len(exp) > 1 || !equalFold(exp[0], "100-continue") {
 			return &RequestError{Status: http.StatusExpectationFailed, Reason: "unsupported expectation"}
@@ -189,4 +190,25 @@ func (h *RequestHead) frame() error {
 		h.Length = n
 	}
 	return nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// validHost reports whether a Host value is a plausible authority: the
+// characters of a reg-name, an IPv4 or IPv6 literal and a port (RFC 3986),
+// as net/http's server checks.
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		default:
+			switch c {
+			case '-', '.', '_', '~', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '[', ']', '%':
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -45,7 +45,7 @@ type rqCase struct {
 	rest     string       // what must remain unread after a successful head
 }
 
-func runRequestCases(t *testing.T, cases []rqCase) {
+func rqRun(t *testing.T, cases []rqCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +76,7 @@ func runRequestCases(t *testing.T, cases []rqCase) {
 func TestReadRequestHeadValid(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("A", 10<<10)
-	runRequestCases(t, []rqCase{
+	rqRun(t, []rqCase{
 		{
 			name: "POST with body",
 			in: "POST /mcp HTTP/1.1\r\nHost: example.com\r\nContent-Type: application/json\r\n" +
@@ -233,10 +233,10 @@ func TestReadRequestHeadValid(t *testing.T) {
 			want:    &RequestHead{Method: "GET", Target: "/" + long, Minor: 1, Host: "a", Header: http.Header{}},
 		},
 		{
-			name:    "head exactly at maxBytes",
-			in:      "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+			name:     "head exactly at maxBytes",
+			in:       "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
 			maxBytes: len("GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
-			want:    &RequestHead{Method: "GET", Target: "/", Minor: 1, Host: "a", Header: http.Header{}},
+			want:     &RequestHead{Method: "GET", Target: "/", Minor: 1, Host: "a", Header: http.Header{}},
 		},
 	})
 }
@@ -255,7 +255,7 @@ func TestReadRequestHeadRefused(t *testing.T) {
 	}
 	many.WriteString("\r\n")
 	small := "GET / HTTP/1.1\r\nHost: a\r\n\r\n"
-	runRequestCases(t, []rqCase{
+	rqRun(t, []rqCase{
 		{name: "missing Host", in: "GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", status: bad},
 		{name: "two Host fields", in: "GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", status: bad},
 		{name: "two Host fields, other case", in: "GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", status: bad},
@@ -418,12 +418,11 @@ func TestRequestErrorMessage(t *testing.T) {
 	}
 }
 
-// TestReadRequestHeadKnownBugHTTP10CloseThenKeepAlive: an HTTP/1.0 request
+// TestReadRequestHeadFixedHTTP10CloseThenKeepAlive: an HTTP/1.0 request
 // with "Connection: close" and, in a later field, "Connection: keep-alive"
 // asked to close; "close" must win whatever the order (RFC 9112 section
 // 9.6; net/http's shouldClose agrees).
-func TestReadRequestHeadKnownBugHTTP10CloseThenKeepAlive(t *testing.T) {
-	srvKnownBug(t)
+func TestReadRequestHeadFixedHTTP10CloseThenKeepAlive(t *testing.T) {
 	h, _, err := rqRead("GET / HTTP/1.0\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n", 0, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		c := &serverConn{s: s, nc: nc}
+		c := &serverConn{s: s, nc: nc, accepted: time.Now()}
 		s.mu.Lock()
 		if s.shutdown.Load() {
 			s.mu.Unlock()
@@ -174,21 +174,32 @@ func (s *Server) closeIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c := range s.conns {
-		if c.state.Load() == stateIdle {
+		switch c.state.Load() {
+		case stateIdle:
 			c.nc.Close()
+		case stateNew:
+			if time.Since(c.accepted) > newConnGrace {
+				c.nc.Close()
+			}
 		}
 	}
 	return len(s.conns) == 0
 }
 
 const (
-	stateIdle int32 = iota // waiting for a request (new connections too)
-	stateActive
+	stateNew    int32 = iota // accepted, no request yet
+	stateIdle                // between requests
+	stateActive              // reading a request or running its handler
 )
 
+// newConnGrace is how long Shutdown lets a connection that has not sent its
+// first request yet live: its client may be sending one (as net/http).
+const newConnGrace = 5 * time.Second
+
 type serverConn struct {
-	s      *Server
-	nc     net.Conn
+	s        *Server
+	nc       net.Conn
+	accepted time.Time
 	state  atomic.Int32
 	br     *bufio.Reader // nil while no request is being read
 	ctx    context.Context
@@ -262,8 +273,10 @@ func (c *serverConn) serve() {
 // idle timeout (the header timeout for the first request, as in net/http),
 // then puts the rest of the head under the header timeout.
 func (c *serverConn) awaitRequest() bool {
-	c.state.Store(stateIdle)
-	if c.s.shutdown.Load() {
+	if c.served > 0 {
+		c.state.Store(stateIdle)
+	}
+	if c.s.shutdown.Load() && c.served > 0 {
 		return false
 	}
 	var deadline time.Time
@@ -282,8 +295,11 @@ func (c *serverConn) awaitRequest() bool {
 		return false
 	}
 	c.state.Store(stateActive)
-	if c.served > 0 && c.s.ReadHeaderTimeout > 0 {
+	switch {
+	case c.served > 0 && c.s.ReadHeaderTimeout > 0:
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
+	case c.served > 0 && c.s.IdleTimeout > 0:
+		_ = c.nc.SetReadDeadline(time.Time{}) // the idle deadline is over
 	}
 	return true
 }
@@ -329,6 +345,11 @@ func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
 	}
 	if head.Minor == 0 {
 		req.Proto = "HTTP/1.0"
+	}
+	if u.Host != "" {
+		// RFC 9112 section 3.2.2: an absolute-form target's authority is
+		// the host, whatever the Host field says.
+		req.Host = u.Host
 	}
 	body := &requestBody{c: c, left: head.Length, expect: head.Continue}
 	switch {
@@ -424,13 +445,21 @@ type requestBody struct {
 	mu     sync.Mutex
 	done   bool // read to its end (or there was none)
 	closed bool // the handler returned
+	late   bool // the answer's head went out: no 100 Continue any more
+}
+
+// headSent notes that the answer's head went out.
+func (b *requestBody) headSent() {
+	b.mu.Lock()
+	b.late = true
+	b.mu.Unlock()
 }
 
 var errBodyAfterHandler = errors.New("h1: request body read after the handler returned")
 
 func (b *requestBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
-	closed, done := b.closed, b.done
+	closed, done, late := b.closed, b.done, b.late
 	b.mu.Unlock()
 	if closed {
 		return 0, errBodyAfterHandler
@@ -441,7 +470,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
-	if b.expect && !b.continued {
+	if b.expect && !b.continued && !late {
 		b.continued = true
 		if _, err := b.c.nc.Write([]byte("HTTP/1.1 100 Continue\r\n\r\n")); err != nil {
 			b.err = err
@@ -517,6 +546,7 @@ type response struct {
 	head       bool  // a HEAD request: no body is sent
 	length     int64 // declared Content-Length, or -1
 	written    int64
+	headBytes  int64 // body bytes a HEAD handler wrote (not sent)
 	pending    *[]byte // body written before the head went out
 	wbuf       *[]byte // bytes for the wire, not yet written
 	closeAfter bool
@@ -538,12 +568,12 @@ func putBuf(b *[]byte) {
 func (w *response) Header() http.Header { return w.header }
 
 func (w *response) WriteHeader(code int) {
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
 	if w.status != 0 || code < 200 {
 		// Interim (1xx) answers are not sent: the gateway has none.
 		return
-	}
-	if code > 999 {
-		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
 	}
 	w.status = code
 }
@@ -561,11 +591,18 @@ func (w *response) Write(p []byte) (int, error) {
 	}
 	if !w.bodyAllowed() {
 		if w.head {
+			w.headBytes += int64(len(p)) // what a GET would have sent
 			return len(p), nil
 		}
 		return 0, http.ErrBodyNotAllowed
 	}
 	if !w.committed {
+		if _, declared := w.header["Content-Length"]; declared {
+			// The length is known: nothing to wait for, and writes
+			// past it are refused as they come.
+			w.commit(false)
+			return w.writeBody(p)
+		}
 		if w.pending == nil {
 			w.pending = getBuf()
 		}
@@ -665,6 +702,12 @@ func (w *response) commit(final bool) {
 		delete(h, "Content-Length")
 	case declared >= 0:
 		w.length = declared
+	case w.head:
+		// HEAD: the length a GET would have had, when the handler wrote
+		// it all; otherwise none (RFC 9110 section 8.6). Never chunked.
+		if final && w.headBytes > 0 {
+			w.length = w.headBytes
+		}
 	case final:
 		w.length = int64(len(pending))
 	case w.req.ProtoMinor == 0:
@@ -672,6 +715,7 @@ func (w *response) commit(final bool) {
 	default:
 		w.chunked = true
 	}
+	w.body.headSent()
 	if hasCloseToken(h["Connection"]) || w.req.Close || w.c.s.shutdown.Load() || w.body.abandoned() {
 		w.closeAfter = true
 	}
@@ -746,7 +790,7 @@ func (w *response) finish() {
 		*w.wbuf = append(*w.wbuf, "0\r\n\r\n"...)
 	}
 	_ = w.flushWire()
-	if w.length >= 0 && w.written < w.length && w.bodyAllowed() {
+	if w.length >= 0 && w.written < w.length && w.bodyAllowed() && !w.head {
 		w.closeAfter = true // the client waits for bytes that never come
 	}
 }
