@@ -200,13 +200,13 @@ type serverConn struct {
 	s        *Server
 	nc       net.Conn
 	accepted time.Time
-	state  atomic.Int32
-	br     *bufio.Reader // nil while no request is being read
-	ctx    context.Context
-	remote string
-	served int // requests so far
-	watch  watch
-	linger bool // the client may still be sending a body nobody reads
+	state    atomic.Int32
+	br       *bufio.Reader // nil while no request is being read
+	ctx      context.Context
+	remote   string
+	served   int // requests so far
+	watch    watch
+	linger   bool // the client may still be sending a body nobody reads
 }
 
 // lingerClose ends a connection whose client may still be sending: it
@@ -546,7 +546,7 @@ type response struct {
 	head       bool  // a HEAD request: no body is sent
 	length     int64 // declared Content-Length, or -1
 	written    int64
-	headBytes  int64 // body bytes a HEAD handler wrote (not sent)
+	headBytes  int64   // body bytes a HEAD handler wrote (not sent)
 	pending    *[]byte // body written before the head went out
 	wbuf       *[]byte // bytes for the wire, not yet written
 	closeAfter bool
