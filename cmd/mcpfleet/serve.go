@@ -114,9 +114,9 @@ type runningGateway struct {
 // gcPercent is the garbage collector's target when GOGC is not set. A
 // gateway's live heap is small (buffers and records of requests in flight)
 // and its garbage is per request, so collecting less often buys
-// throughput for little memory: on loopback, 400 against Go's 100 took
-// about a sixth off the gateway's CPU per request and added about 4 KiB to
-// an idle stream's share (docs/BENCHMARKS.md).
+// throughput for a little memory: on loopback, 400 against Go's 100 took
+// about 5% off the gateway's CPU per request and added about 4 KiB to an
+// idle stream's share (docs/BENCHMARKS.md).
 const gcPercent = 400
 
 // tuneGC sets gcPercent unless the operator chose with GOGC.
