@@ -298,16 +298,7 @@ func (b *Body) Read(p []byte) (int, error) {
 	case b.untilClose:
 		n, err = b.c.br.Read(p)
 	default:
-		if int64(len(p)) > b.left {
-			p = p[:b.left]
-		}
-		n, err = b.c.br.Read(p)
-		b.left -= int64(n)
-		if b.left == 0 {
-			err = io.EOF
-		} else if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
+		n, err = readLength(b.c.br, p, &b.left)
 	}
 	if errors.Is(err, io.EOF) {
 		b.eof = true
@@ -343,4 +334,22 @@ func (b *Body) release(atEOF bool) {
 	}
 	b.stop()
 	b.c.nc.Close()
+}
+
+// readLength reads from br a body of which *left bytes remain, and says
+// io.EOF with its last bytes; the stream ending sooner is
+// io.ErrUnexpectedEOF.
+func readLength(br *bufio.Reader, p []byte, left *int64) (int, error) {
+	if int64(len(p)) > *left {
+		p = p[:*left]
+	}
+	n, err := br.Read(p)
+	*left -= int64(n)
+	if *left == 0 {
+		return n, io.EOF
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }

@@ -482,16 +482,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	if b.chunked != nil {
 		n, err = b.chunked.Read(p)
 	} else {
-		if int64(len(p)) > b.left {
-			p = p[:b.left]
-		}
-		n, err = b.c.br.Read(p)
-		b.left -= int64(n)
-		if b.left == 0 {
-			err = io.EOF
-		} else if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
+		n, err = readLength(b.c.br, p, &b.left)
 	}
 	if errors.Is(err, io.EOF) {
 		b.mu.Lock()
