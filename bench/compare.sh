@@ -35,27 +35,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 ulimit -n 20000 2>/dev/null || true
 
-USED=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 12000))
-		[[ $USED == *" $p "* ]] && continue
-		ss -Hltn "sport = :$p" | grep -q . && continue
-		USED+="$p "
-		echo "$p"
-		return
-	done
-}
-wait_port() {
-	local i
-	for i in $(seq 100); do
-		ss -Hltn "sport = :$1" | grep -q . && return 0
-		sleep 0.1
-	done
-	echo "nothing listens on $1" >&2
-	return 1
-}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 (cd "$ROOT" && go build -o "$WORK/canned" ./bench/canned)
 B=()
@@ -79,62 +60,14 @@ for spec in "$@"; do
 	[[ $rest == *:* ]] && gogc=${rest#*:}
 	[[ -x $bin ]] || { echo "not an executable: $bin" >&2; exit 2; }
 	PORT[$name]=$(free_port)
-	if [[ -n $gogc ]]; then
-		env GOGC="$gogc" "$bin" serve --listen "127.0.0.1:${PORT[$name]}" --health-check-interval 0 --log-level warn "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
-	else
-		"$bin" serve --listen "127.0.0.1:${PORT[$name]}" --health-check-interval 0 --log-level warn "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
-	fi
+	env ${gogc:+GOGC=$gogc} "$bin" serve --listen "127.0.0.1:${PORT[$name]}" --health-check-interval 0 --log-level warn "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
 	PID[$name]=$!
 	PIDS+=($!)
 	NAMES+=("$name")
 done
 
 PORT[nginx]=$(free_port)
-mkdir -p "$WORK/nginx"
-{
-	cat <<NGX
-worker_processes 1;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-worker_rlimit_nofile 20000;
-events { worker_connections 10000; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/nginx/body;
-    proxy_temp_path $WORK/nginx/proxy;
-    fastcgi_temp_path $WORK/nginx/fastcgi;
-    uwsgi_temp_path $WORK/nginx/uwsgi;
-    scgi_temp_path $WORK/nginx/scgi;
-    map \$host \$mcp_salt { default "una-sal-larga-y-aleatoria-por-despliegue"; }
-    map \$http_authorization \$mcp_bearer { default ""; "~*^Bearer[ ]+(?<tok>\S+)\$" \$tok; }
-    map \$mcp_bearer \$mcp_credential { default \$mcp_bearer; "" \$http_private_token; }
-    map \$mcp_credential \$mcp_affinity { default \$mcp_credential; "" \$remote_addr; }
-    upstream mcp {
-        hash "\$mcp_salt\$mcp_affinity" consistent;
-NGX
-	for p in "${B[@]}"; do echo "        server 127.0.0.1:$p max_fails=2 fail_timeout=10s;"; done
-	cat <<NGX
-        keepalive 32;
-    }
-    server {
-        listen 127.0.0.1:${PORT[nginx]};
-        location / {
-            proxy_pass http://mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host \$host;
-            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-            proxy_buffering off;
-            proxy_request_buffering off;
-            proxy_read_timeout 1h;
-            proxy_next_upstream error timeout;
-        }
-    }
-}
-NGX
-} >"$WORK/nginx/nginx.conf"
-nginx -c "$WORK/nginx/nginx.conf" &
+nginx -c "$(nginx_conf "${PORT[nginx]}" "${B[@]}")" &
 PID[nginx]=$!
 PIDS+=($!)
 NAMES+=(nginx)

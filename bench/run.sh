@@ -48,32 +48,8 @@ trap 'exit 130' INT TERM
 
 ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
 
-log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
-
-# free_port prints a loopback port nobody listens on and no earlier call gave.
-USED=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 12000))
-		[[ $USED == *" $p "* ]] && continue
-		ss -Hltn "sport = :$p" | grep -q . && continue
-		USED+="$p "
-		echo "$p"
-		return
-	done
-}
-
-# wait_port waits (at most 10 s) until something listens on port $1.
-wait_port() {
-	local i
-	for i in $(seq 100); do
-		ss -Hltn "sport = :$1" | grep -q . && return 0
-		sleep 0.1
-	done
-	log "nothing listens on $1"
-	return 1
-}
+# shellcheck source=bench/lib.sh
+source "$ROOT/bench/lib.sh"
 
 start() { # start NAME CMD...: background, logs in $WORK/NAME.log
 	local name=$1
@@ -100,64 +76,6 @@ mkdir -p "$WORK/bin"
 BIN=$WORK/bin
 
 # ---- proxies -------------------------------------------------------------
-
-SALT=una-sal-larga-y-aleatoria-por-despliegue
-
-nginx_conf() { # nginx_conf PORT BACKEND_PORT...
-	local port=$1 b
-	shift
-	mkdir -p "$WORK/nginx/$port"
-	{
-		cat <<NGX
-worker_processes 1;
-daemon off;
-pid $WORK/nginx/$port/nginx.pid;
-error_log $WORK/nginx/$port/error.log warn;
-worker_rlimit_nofile 20000;
-events { worker_connections 10000; }
-http {
-    access_log off;
-    client_body_temp_path $WORK/nginx/$port/body;
-    proxy_temp_path $WORK/nginx/$port/proxy;
-    fastcgi_temp_path $WORK/nginx/$port/fastcgi;
-    uwsgi_temp_path $WORK/nginx/$port/uwsgi;
-    scgi_temp_path $WORK/nginx/$port/scgi;
-    map \$host \$mcp_salt { default "$SALT"; }
-    map \$http_authorization \$mcp_bearer {
-        default                     "";
-        "~*^Bearer[ ]+(?<tok>\S+)\$" \$tok;
-    }
-    map \$mcp_bearer \$mcp_credential { default \$mcp_bearer; "" \$http_private_token; }
-    map \$mcp_credential \$mcp_affinity { default \$mcp_credential; "" \$remote_addr; }
-    upstream mcp {
-        hash "\$mcp_salt\$mcp_affinity" consistent;
-NGX
-		for b in "$@"; do echo "        server 127.0.0.1:$b max_fails=2 fail_timeout=10s;"; done
-		cat <<NGX
-        keepalive 32;
-    }
-    server {
-        listen 127.0.0.1:$port;
-        location / {
-            proxy_pass http://mcp;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host              \$host;
-            proxy_set_header X-Real-IP         \$remote_addr;
-            proxy_set_header X-Forwarded-For   \$proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto \$scheme;
-            proxy_buffering off;
-            proxy_request_buffering off;
-            proxy_read_timeout 1h;
-            proxy_next_upstream error timeout;
-            proxy_next_upstream_tries 2;
-        }
-    }
-}
-NGX
-	} >"$WORK/nginx/$port/nginx.conf"
-	echo "$WORK/nginx/$port/nginx.conf"
-}
 
 haproxy_conf() { # haproxy_conf KEEPALIVE(0|1) PORT BACKEND_PORT...
 	local ka=$1 port=$2 b i=0

@@ -150,12 +150,8 @@ func jsonEvent(msg []byte) []byte {
 func acceptsEventStream(values []string) bool {
 	for _, v := range values {
 		for v != "" {
-			part := v
-			if i := strings.IndexByte(v, ','); i >= 0 {
-				part, v = v[:i], v[i+1:]
-			} else {
-				v = ""
-			}
+			var part string
+			part, v, _ = strings.Cut(v, ",")
 			mt, _, _ := strings.Cut(part, ";")
 			mt = strings.TrimSpace(mt)
 			if strings.EqualFold(mt, "text/event-stream") || strings.EqualFold(mt, "text/*") || mt == "*/*" {

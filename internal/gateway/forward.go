@@ -94,44 +94,77 @@ type readCloser struct{ *bytes.Reader }
 
 func (readCloser) Close() error { return nil }
 
-// hopHeaders are connection-level headers (RFC 9110 section 7.6.1) that a
+// isHop reports a connection-level field (RFC 9110 section 7.6.1) that a
 // proxy must not forward.
-var hopHeaders = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+func isHop(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// forwardsField reports whether the client's field k goes to the replica
+// as it is: not a hop-by-hop field (nor one its Connection field names),
+// not one the gateway sets itself. Accept-Encoding stays behind because the
+// relay must see SSE event boundaries to flush events and place
+// keep-alives, so replicas answer uncompressed (loopback or a LAN between
+// gateway and replica gains little from compression anyway).
+func forwardsField(k string, connection []string) bool {
+	switch k {
+	case "Accept-Encoding", "Content-Length", "Host", "Expect",
+		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto":
+		return false
+	}
+	return !isHop(k) && !(len(connection) > 0 && listedIn(connection, k))
+}
+
+// forwardedFor is the X-Forwarded-For value: the client's own list, then
+// the client's address; "" if the address does not parse.
+func forwardedFor(in *http.Request) string {
+	ip, _, err := net.SplitHostPort(in.RemoteAddr)
+	if err != nil {
+		return ""
+	}
+	if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
+		return joinComma(prior) + ", " + ip
+	}
+	return ip
+}
+
+func forwardedProto(in *http.Request) string {
+	if in.TLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 func copyRequestHeader(dst http.Header, in *http.Request) {
+	connection := in.Header["Connection"]
 	for k, vv := range in.Header {
-		dst[k] = vv
-	}
-	removeHop(dst)
-	// The relay must see SSE event boundaries to flush events and place
-	// keep-alives, so replicas answer uncompressed (loopback or a LAN
-	// between gateway and replica gains little from compression anyway).
-	dst.Del("Accept-Encoding")
-	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
-		if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
-			ip = joinComma(prior) + ", " + ip
+		if forwardsField(k, connection) {
+			dst[k] = vv
 		}
-		dst.Set("X-Forwarded-For", ip)
+	}
+	if xff := forwardedFor(in); xff != "" {
+		dst.Set("X-Forwarded-For", xff)
 	}
 	dst.Set("X-Forwarded-Host", in.Host)
-	if in.TLS != nil {
-		dst.Set("X-Forwarded-Proto", "https")
-	} else {
-		dst.Set("X-Forwarded-Proto", "http")
-	}
+	dst.Set("X-Forwarded-Proto", forwardedProto(in))
 }
 
+// removeHop drops a response's hop-by-hop fields before it is relayed.
 func removeHop(h http.Header) {
 	for _, f := range h.Values("Connection") {
 		for _, name := range splitComma(f) {
 			h.Del(name)
 		}
 	}
-	for _, k := range hopHeaders {
-		h.Del(k)
+	for k := range h {
+		if isHop(k) {
+			delete(h, k)
+		}
 	}
 }
 
@@ -184,23 +217,12 @@ func (f *leanForwarder) close() {
 	f.tls.close()
 }
 
-// appendFields writes the client's header fields as the replica gets them:
+// appendFields writes the client's header fields as the replica gets them,
 // as copyRequestHeader does, without building a header map.
 func appendFields(b []byte, in *http.Request, sessionID string) []byte {
 	connection := in.Header["Connection"]
 	for k, vv := range in.Header {
-		switch k {
-		case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-			"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-			"Accept-Encoding", "Content-Length", "Host", "Expect",
-			"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto":
-			continue
-		case "Mcp-Session-Id":
-			if sessionID != "" {
-				continue
-			}
-		}
-		if len(connection) > 0 && listedIn(connection, k) {
+		if !forwardsField(k, connection) || (sessionID != "" && k == "Mcp-Session-Id") {
 			continue
 		}
 		for _, v := range vv {
@@ -210,24 +232,11 @@ func appendFields(b []byte, in *http.Request, sessionID string) []byte {
 	if sessionID != "" {
 		b = h1.AppendField(b, "Mcp-Session-Id", sessionID)
 	}
-	if ip, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
-		b = append(b, "X-Forwarded-For: "...)
-		if prior := in.Header["X-Forwarded-For"]; len(prior) > 0 {
-			for _, v := range prior {
-				if h1.ValidValue(v) {
-					b = append(b, v...)
-					b = append(b, ", "...)
-				}
-			}
-		}
-		b = append(b, ip...)
-		b = append(b, '\r', '\n')
+	if xff := forwardedFor(in); xff != "" {
+		b = h1.AppendField(b, "X-Forwarded-For", xff)
 	}
 	b = h1.AppendField(b, "X-Forwarded-Host", in.Host)
-	if in.TLS != nil {
-		return append(b, "X-Forwarded-Proto: https\r\n"...)
-	}
-	return append(b, "X-Forwarded-Proto: http\r\n"...)
+	return h1.AppendField(b, "X-Forwarded-Proto", forwardedProto(in))
 }
 
 // listedIn reports whether a Connection header names the field k.

@@ -31,7 +31,7 @@ type Request struct {
 // character is left out: it cannot be sent as it is, and a field the
 // gateway cannot send faithfully is better missing than rewritten.
 func AppendField(b []byte, name, value string) []byte {
-	if !ValidValue(value) || !validName([]byte(name)) {
+	if !validValue(value) || !validName(name) {
 		return b
 	}
 	b = append(b, name...)
@@ -75,8 +75,6 @@ const clientBufSize = 2 << 10
 // readBufSize is the server's read buffer, held only while a request is read.
 const readBufSize = 4 << 10
 
-var writeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
 // inlineBody is the largest body copied into the head's buffer, so that
 // head and body leave in one write; larger ones follow in a second write.
 const inlineBody = 16 << 10
@@ -116,18 +114,16 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 		return err
 	}
 
-	bp := writeBufs.Get().(*[]byte)
-	b := appendHead((*bp)[:0], req)
+	bp := getBuf()
+	b := appendHead(*bp, req)
 	body := req.Body
 	if len(body) <= inlineBody {
 		b = append(b, body...)
 		body = nil
 	}
 	n, err := c.nc.Write(b)
-	*bp = b[:0]
-	if cap(b) <= 64<<10 {
-		writeBufs.Put(bp)
-	}
+	*bp = b
+	putBuf(bp)
 	if err != nil {
 		return nil, n > 0, fail(err)
 	}

@@ -207,12 +207,8 @@ func parseStatusLine(line []byte) (int, byte, error) {
 
 // frame decides the body's framing from the status and fields.
 func (h *Head) frame() error {
-	if conn := h.Header["Connection"]; len(conn) > 0 {
-		for _, v := range conn {
-			if hasToken(v, "close") {
-				h.Close = true
-			}
-		}
+	if hasCloseToken(h.Header["Connection"]) {
+		h.Close = true
 	}
 	if h.Status < 200 || h.Status == http.StatusNoContent || h.Status == http.StatusNotModified {
 		h.Framing = NoBody
@@ -280,9 +276,9 @@ func parseLength(values []string) (int64, error) {
 }
 
 // validName reports whether b is an RFC 9110 token.
-func validName(b []byte) bool {
-	for _, c := range b {
-		if !isTokenChar(c) {
+func validName[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if !isTokenChar(b[i]) {
 			return false
 		}
 	}
@@ -303,9 +299,9 @@ func isTokenChar(c byte) bool {
 
 // validValue refuses control characters other than tab (CR, LF and NUL
 // above all) in a field value.
-func validValue(b []byte) bool {
-	for _, c := range b {
-		if (c < ' ' && c != '\t') || c == 0x7f {
+func validValue[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; (c < ' ' && c != '\t') || c == 0x7f {
 			return false
 		}
 	}
@@ -313,14 +309,7 @@ func validValue(b []byte) bool {
 }
 
 // ValidValue reports whether s may be sent as a field value.
-func ValidValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
+func ValidValue(s string) bool { return validValue(s) }
 
 // canonicalKey returns the canonical form of a field name, without
 // allocating for the names replicas commonly send.

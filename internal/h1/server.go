@@ -232,11 +232,7 @@ func (c *serverConn) serve() {
 			c.lingerClose()
 		}
 		c.nc.Close()
-		if c.br != nil {
-			c.br.Reset(nil)
-			readBufs.Put(c.br)
-			c.br = nil
-		}
+		c.dropReadBuf()
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
@@ -390,6 +386,13 @@ func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
 // handler streams, or that waits for its next request, holds no buffer.
 func (c *serverConn) releaseReadBuf() {
 	if c.br != nil && c.br.Buffered() == 0 {
+		c.dropReadBuf()
+	}
+}
+
+// dropReadBuf gives the read buffer back to the pool, whatever it holds.
+func (c *serverConn) dropReadBuf() {
+	if c.br != nil {
 		c.br.Reset(nil)
 		readBufs.Put(c.br)
 		c.br = nil
@@ -544,10 +547,13 @@ type response struct {
 	err        error
 }
 
+// bufs holds the byte buffers of requests and answers on their way out,
+// client and server alike; getBuf's buffer is empty.
 var bufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 func getBuf() *[]byte { return bufs.Get().(*[]byte) }
 
+// putBuf returns b to the pool, emptied; one grown past 64 KiB is let go.
 func putBuf(b *[]byte) {
 	if cap(*b) > 64<<10 {
 		return
