@@ -115,7 +115,7 @@ type runningGateway struct {
 // gateway's live heap is small (buffers and records of requests in flight)
 // and its garbage is per request, so collecting less often buys
 // throughput for a little memory: on loopback, 400 against Go's 100 took
-// 1-5% off the gateway's CPU per request (two runs) and added about 4 KiB
+// 1-7% off the gateway's CPU per request (three runs) and added about 4 KiB
 // to an idle stream's share (docs/BENCHMARKS.md).
 const gcPercent = 400
 
