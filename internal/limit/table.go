@@ -1,0 +1,176 @@
+package limit
+
+import "time"
+
+// DefaultMaxCallers bounds a Table's callers unless told otherwise.
+const DefaultMaxCallers = 100_000
+
+// LeaseID names a lease in a Table.
+type LeaseID uint64
+
+// Table keeps buckets and leases for many callers and tools in one process.
+// It is the memory store's core and what the simulator drives: time comes in
+// as an argument and nothing here does I/O. It is bounded: past max callers
+// it forgets callers that hold no lease, which can only forgive them tokens.
+// It is not safe for concurrent use (Memory adds the lock).
+type Table struct {
+	max     int
+	callers map[string]*callerState
+	tools   map[string]leaseSet
+	next    LeaseID
+}
+
+type callerState struct {
+	bucket Bucket
+	full   time.Time // when the bucket is full again (forgetting it then loses nothing)
+	leases leaseSet
+}
+
+// leaseSet maps a lease to its expiry.
+type leaseSet map[LeaseID]time.Time
+
+// NewTable returns a table of at most maxCallers callers (0 means
+// DefaultMaxCallers).
+func NewTable(maxCallers int) *Table {
+	if maxCallers <= 0 {
+		maxCallers = DefaultMaxCallers
+	}
+	return &Table{max: maxCallers, callers: make(map[string]*callerState), tools: make(map[string]leaseSet)}
+}
+
+// Acquire decides a call of caller (and of tool, when c.ToolCap applies) at
+// now and, if it is allowed and a lease applies, takes one lease expiring at
+// now+c.LeaseTTL. The returned ID is 0 when no lease was taken.
+func (t *Table) Acquire(caller, tool string, c Check, now time.Time) (Decision, LeaseID) {
+	cs := t.callers[caller]
+	if cs == nil {
+		t.makeRoom(now)
+		cs = &callerState{}
+	}
+	var st State
+	st.Bucket = cs.bucket
+	if c.Concurrency > 0 {
+		st.Caller = cs.leases.live(now)
+	}
+	var ts leaseSet
+	if c.ToolCap > 0 {
+		ts = t.tools[tool]
+		st.Tool = ts.live(now)
+	}
+	d := Decide(c, st, now)
+	if c.Rate > 0 {
+		cs.bucket = d.Bucket
+		cs.full = now.Add(time.Duration((c.Burst - d.Bucket.Tokens) / c.Rate * float64(time.Second)))
+	}
+	var id LeaseID
+	if d.Allowed && c.leases() {
+		t.next++
+		id = t.next
+		exp := now.Add(c.LeaseTTL)
+		if c.Concurrency > 0 {
+			if cs.leases == nil {
+				cs.leases = make(leaseSet)
+			}
+			cs.leases[id] = exp
+		}
+		if c.ToolCap > 0 {
+			if ts == nil {
+				ts = make(leaseSet)
+				t.tools[tool] = ts
+			}
+			ts[id] = exp
+		}
+	}
+	if c.Rate > 0 || len(cs.leases) > 0 {
+		t.callers[caller] = cs
+	}
+	return d, id
+}
+
+// Renew moves the expiry of lease id, held by caller (and tool), to
+// now+ttl. A lease that expired meanwhile is taken again: the call it
+// stands for still runs.
+func (t *Table) Renew(caller, tool string, id LeaseID, ttl time.Duration, now time.Time) {
+	if id == 0 {
+		return
+	}
+	exp := now.Add(ttl)
+	if cs := t.callers[caller]; cs != nil && cs.leases != nil {
+		if _, ok := cs.leases[id]; ok {
+			cs.leases[id] = exp
+		}
+	}
+	if ts := t.tools[tool]; ts != nil {
+		if _, ok := ts[id]; ok {
+			ts[id] = exp
+		}
+	}
+}
+
+// Release drops lease id of caller and tool; releasing twice is harmless.
+func (t *Table) Release(caller, tool string, id LeaseID) {
+	if id == 0 {
+		return
+	}
+	if cs := t.callers[caller]; cs != nil {
+		delete(cs.leases, id)
+	}
+	if ts := t.tools[tool]; ts != nil {
+		delete(ts, id)
+		if len(ts) == 0 {
+			delete(t.tools, tool)
+		}
+	}
+}
+
+// Callers returns how many callers the table remembers.
+func (t *Table) Callers() int { return len(t.callers) }
+
+// makeRoom forgets callers until one more fits: first those whose expired
+// leases leave them nothing and whose bucket is full again by now (nothing
+// is lost), then any that holds no live lease.
+func (t *Table) makeRoom(now time.Time) {
+	if len(t.callers) < t.max {
+		return
+	}
+	for k, cs := range t.callers {
+		cs.leases.expire(now)
+		if len(cs.leases) == 0 && !cs.full.After(now) {
+			delete(t.callers, k)
+		}
+	}
+	for k, cs := range t.callers {
+		if len(t.callers) < t.max {
+			return
+		}
+		if len(cs.leases) == 0 {
+			delete(t.callers, k)
+		}
+	}
+}
+
+// live counts the leases that have not expired at now, and forgets the
+// others.
+func (s leaseSet) live(now time.Time) Leases {
+	var l Leases
+	for id, exp := range s {
+		if !exp.After(now) {
+			delete(s, id)
+			continue
+		}
+		l.Live++
+		if l.Earliest.IsZero() || exp.Before(l.Earliest) {
+			l.Earliest = exp
+		}
+	}
+	return l
+}
+
+// expire drops the leases expired at now.
+func (s leaseSet) expire(now time.Time) {
+	for id, exp := range s {
+		if !exp.After(now) {
+			delete(s, id)
+		}
+	}
+}
