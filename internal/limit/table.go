@@ -88,22 +88,17 @@ func (t *Table) Acquire(caller, tool string, c Check, now time.Time) (Decision, 
 }
 
 // Renew moves the expiry of lease id, held by caller (and tool), to
-// now+ttl. A lease that expired meanwhile is taken again: the call it
-// stands for still runs.
+// now+ttl. A lease that lapsed or was released stays gone: a renewal that
+// crosses a release must not take the slot again.
 func (t *Table) Renew(caller, tool string, id LeaseID, ttl time.Duration, now time.Time) {
-	if id == 0 {
-		return
-	}
 	exp := now.Add(ttl)
-	if cs := t.callers[caller]; cs != nil && cs.leases != nil {
+	if cs := t.callers[caller]; cs != nil {
 		if _, ok := cs.leases[id]; ok {
 			cs.leases[id] = exp
 		}
 	}
-	if ts := t.tools[tool]; ts != nil {
-		if _, ok := ts[id]; ok {
-			ts[id] = exp
-		}
+	if _, ok := t.tools[tool][id]; ok {
+		t.tools[tool][id] = exp
 	}
 }
 

@@ -1,0 +1,238 @@
+package limit
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is a Store in a Valkey or Redis server (6.2 or later), shared by
+// every gateway that uses the same server and prefix.
+//
+// A caller's state is two keys with the caller's hash tag, so that one
+// script touches one cluster slot: prefix+"{c:"+caller+"}:b", a hash of the
+// bucket's tokens and time, and prefix+"{c:"+caller+"}:l", a sorted set of
+// the caller's leases scored by expiry. A capped tool has its own sorted set,
+// prefix+"{t:"+tool+"}:l". Every key expires once it would hold nothing of
+// use (a full bucket, lapsed leases), so idle callers cost nothing.
+//
+// One Lua script decides and updates (acquireScript, which is Decide line
+// for line), reading the server's clock (TIME), so gateways whose clocks
+// disagree still agree on buckets and leases. A call of a capped tool
+// touches the tool's key as well as the caller's; with Redis Cluster those
+// live in different slots, so tool caps need a standalone server (or one
+// with a single primary), as the docs say.
+type Redis struct {
+	client redis.UniversalClient
+	prefix string
+}
+
+var _ Store = (*Redis)(nil)
+
+// NewRedis returns a store in client's server under keys starting with
+// prefix (for example "mcpfleet:limit:"). The caller keeps ownership of
+// client and closes it.
+func NewRedis(client redis.UniversalClient, prefix string) *Redis {
+	return &Redis{client: client, prefix: prefix}
+}
+
+// The store's clock in milliseconds, with microseconds as the fraction, and
+// numbers written with 17 significant digits so that they read back exact.
+const luaNow = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+local function num(x) return string.format('%.17g', x) end
+`
+
+// acquireScript is Decide in Lua (limit.go), then the update if allowed.
+// KEYS[1] bucket, KEYS[2] caller leases, KEYS[3] tool leases.
+// ARGV: rate, burst, concurrency, tool cap, lease ttl ms, lease member, busy retry ms.
+// Returns {allowed, reason, retry ms, limit, remaining}.
+var acquireScript = redis.NewScript(luaNow + `
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local conc, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
+local ttl, member, busy = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+
+local tokens = burst
+if rate > 0 then
+  local b = redis.call('HMGET', KEYS[1], 't', 'at')
+  if b[1] and b[2] then
+    local elapsed = math.max(0, now - tonumber(b[2]))
+    tokens = math.min(burst, tonumber(b[1]) + rate * elapsed / 1000)
+  end
+end
+local function live(key)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))
+  local n = redis.call('ZCARD', key)
+  local earliest = nil
+  if n > 0 then earliest = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]) end
+  return n, earliest
+end
+local function wait_busy(earliest)
+  local w = busy
+  if earliest then w = math.min(w, math.ceil(earliest - now)) end
+  return math.max(w, 1)
+end
+
+local reason, wait, limit = 0, 0, 0
+local function refuse(r, w, l)
+  if w > wait then reason, wait, limit = r, w, l end
+end
+if rate > 0 and tokens < 1 then refuse(1, math.ceil((1 - tokens) / rate * 1000), burst) end
+if conc > 0 then
+  local n, e = live(KEYS[2])
+  if n >= conc then refuse(2, wait_busy(e), conc) end
+end
+if cap > 0 then
+  local n, e = live(KEYS[3])
+  if n >= cap then refuse(3, wait_busy(e), cap) end
+end
+if reason ~= 0 then return {0, reason, wait, limit, 0} end
+
+local remaining = 0
+if rate > 0 then
+  tokens = tokens - 1
+  remaining = math.floor(tokens)
+  redis.call('HSET', KEYS[1], 't', num(tokens), 'at', num(now))
+  redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+end
+local exp = num(now + ttl)
+if conc > 0 then
+  redis.call('ZADD', KEYS[2], exp, member)
+  redis.call('PEXPIRE', KEYS[2], ttl + 1000)
+end
+if cap > 0 then
+  redis.call('ZADD', KEYS[3], exp, member)
+  redis.call('PEXPIRE', KEYS[3], ttl + 1000)
+end
+if rate > 0 then return {1, 0, 0, burst, remaining} end
+return {1, 0, 0, 0, 0}
+`)
+
+// renewScript moves the expiry of a lease that still exists (ZADD XX).
+// KEYS[1] caller leases, KEYS[2] tool leases; ARGV: member, ttl ms.
+var renewScript = redis.NewScript(luaNow + `
+local exp = num(now + tonumber(ARGV[2]))
+for i = 1, #KEYS do
+  if redis.call('ZADD', KEYS[i], 'XX', 'CH', exp, ARGV[1]) == 1 then
+    redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2]) + 1000)
+  end
+end
+return 1
+`)
+
+// Acquire implements Store.
+func (s *Redis) Acquire(ctx context.Context, caller, tool string, c Check) (Decision, Lease, error) {
+	if err := c.Validate(); err != nil {
+		return Decision{}, Lease{}, err
+	}
+	member := ""
+	if c.leases() {
+		member = rand.Text()
+	}
+	keys := []string{s.bucketKey(caller), s.leaseKey(caller), s.leaseKey(caller)}
+	if c.ToolCap > 0 {
+		keys[2] = s.toolKey(tool)
+	}
+	burst := c.Burst
+	if c.Rate <= 0 {
+		burst = 0
+	}
+	res, err := acquireScript.Run(ctx, s.client, keys,
+		strconv.FormatFloat(c.Rate, 'g', -1, 64), strconv.FormatFloat(burst, 'g', -1, 64),
+		c.Concurrency, c.ToolCap, millis(c.LeaseTTL), member, BusyRetry.Milliseconds()).Int64Slice()
+	if err != nil {
+		return Decision{}, Lease{}, s.fail(ctx, "deciding a call's limits", err)
+	}
+	if len(res) != 5 {
+		return Decision{}, Lease{}, fmt.Errorf("deciding a call's limits: %w: unexpected reply %v", ErrUnavailable, res)
+	}
+	d := Decision{
+		Allowed:    res[0] == 1,
+		Reason:     Reason(res[1]),
+		RetryAfter: time.Duration(res[2]) * time.Millisecond,
+		Limit:      int(res[3]),
+		Remaining:  int(res[4]),
+	}
+	var l Lease
+	if d.Allowed && member != "" {
+		l = Lease{Caller: caller, ID: member}
+		if c.ToolCap > 0 {
+			l.Tool = tool
+		}
+	}
+	return d, l, nil
+}
+
+// Renew implements Store: one script per lease, sent in one pipeline.
+func (s *Redis) Renew(ctx context.Context, leases []Lease, c Check) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	p := s.client.Pipeline()
+	for _, l := range leases {
+		renewScript.Run(ctx, p, s.keysOf(l), l.ID, millis(c.LeaseTTL))
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		// Run on a pipeline queues EVALSHA; a server that lost its script
+		// cache answers NOSCRIPT, so load the script and send once more.
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return s.fail(ctx, "renewing leases", err)
+		}
+		if err := renewScript.Load(ctx, s.client).Err(); err != nil {
+			return s.fail(ctx, "renewing leases", err)
+		}
+		p = s.client.Pipeline()
+		for _, l := range leases {
+			renewScript.EvalSha(ctx, p, s.keysOf(l), l.ID, millis(c.LeaseTTL))
+		}
+		if _, err := p.Exec(ctx); err != nil {
+			return s.fail(ctx, "renewing leases", err)
+		}
+	}
+	return nil
+}
+
+// Release implements Store: one round trip.
+func (s *Redis) Release(ctx context.Context, l Lease) error {
+	if !l.Held() {
+		return nil
+	}
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range s.keysOf(l) {
+			p.ZRem(ctx, k, l.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return s.fail(ctx, "releasing a lease", err)
+	}
+	return nil
+}
+
+func (s *Redis) keysOf(l Lease) []string {
+	if l.Tool == "" {
+		return []string{s.leaseKey(l.Caller)}
+	}
+	return []string{s.leaseKey(l.Caller), s.toolKey(l.Tool)}
+}
+
+func (s *Redis) bucketKey(caller string) string { return s.prefix + "{c:" + caller + "}:b" }
+func (s *Redis) leaseKey(caller string) string  { return s.prefix + "{c:" + caller + "}:l" }
+func (s *Redis) toolKey(tool string) string     { return s.prefix + "{t:" + tool + "}:l" }
+
+// fail wraps a client error: ctx's error if ctx ended, else ErrUnavailable
+// with the cause.
+func (s *Redis) fail(ctx context.Context, doing string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("%s: %w", doing, ctxErr)
+	}
+	return fmt.Errorf("%s: %w: %w", doing, ErrUnavailable, err)
+}
+
+// millis converts d to whole milliseconds, at least 1.
+func millis(d time.Duration) int64 { return max(1, d.Milliseconds()) }
