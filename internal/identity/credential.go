@@ -28,21 +28,34 @@ const MaxCredentialLen = 16 << 10
 // and PRIVATE-TOKEN is tried instead. Without any credential the result is
 // the zero Identity and false: the caller falls back to the address.
 func FromCredential(authorization, privateToken string) (Identity, bool) {
+	return fromCredential(authorization, privateToken, true)
+}
+
+// FromCredentialItself is FromCredential without reading JWT claims: a bearer
+// JWT is an opaque token like any other, so its identity is the token
+// itself. Claims that nothing verified must never decide whose budget or
+// whose cached answers a request uses: anyone can write a JWT naming
+// someone else's issuer and subject, but nobody can hold their token.
+func FromCredentialItself(authorization, privateToken string) (Identity, bool) {
+	return fromCredential(authorization, privateToken, false)
+}
+
+func fromCredential(authorization, privateToken string, claims bool) (Identity, bool) {
 	if len(authorization) <= MaxCredentialLen {
-		if id, ok := fromAuthorization(authorization); ok {
+		if id, ok := fromAuthorization(authorization, claims); ok {
 			return id, true
 		}
 	}
 	if len(privateToken) <= MaxCredentialLen {
 		if tok := collapseSpace(trimSpace(privateToken)); tok != "" {
-			return fromBearer(tok), true
+			return fromBearer(tok, claims), true
 		}
 	}
 	return Identity{}, false
 }
 
 // fromAuthorization reads "scheme credential" from an Authorization value.
-func fromAuthorization(v string) (Identity, bool) {
+func fromAuthorization(v string, claims bool) (Identity, bool) {
 	v = trimSpace(v)
 	end := 0
 	for end < len(v) && !isSpace(v[end]) {
@@ -53,13 +66,17 @@ func fromAuthorization(v string) (Identity, bool) {
 		return Identity{}, false
 	}
 	if equalFoldASCII(scheme, "bearer") {
-		return fromBearer(cred), true
+		return fromBearer(cred, claims), true
 	}
 	return Identity{kind: KindToken, scheme: lowerScheme(scheme), value: cred}, true
 }
 
-// fromBearer returns the identity of a normalised, non-empty bearer token.
-func fromBearer(tok string) Identity {
+// fromBearer returns the identity of a normalised, non-empty bearer token;
+// with claims, a JWT's is its issuer and subject.
+func fromBearer(tok string, claims bool) Identity {
+	if !claims {
+		return Identity{kind: KindToken, scheme: "bearer", value: tok}
+	}
 	if id, ok := fromJWT(tok); ok {
 		return id
 	}

@@ -139,3 +139,14 @@ func Resolve(authorization, privateToken, remoteAddr string, headerValues []stri
 	addr, _ := p.ClientAddr(remoteAddr, headerValues)
 	return FromAddress(addr)
 }
+
+// ResolveCredential is Resolve for deciding whose limits (and cached
+// answers) a request uses: the credential itself (FromCredentialItself),
+// never unverified JWT claims, else the client address as Resolve finds it.
+func ResolveCredential(authorization, privateToken, remoteAddr string, headerValues []string, p *Proxies) Identity {
+	if id, ok := FromCredentialItself(authorization, privateToken); ok {
+		return id
+	}
+	addr, _ := p.ClientAddr(remoteAddr, headerValues)
+	return FromAddress(addr)
+}

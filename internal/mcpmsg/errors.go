@@ -17,6 +17,9 @@ const (
 	// CodeHeaderMismatch answers a request whose Mcp-Method or Mcp-Name header
 	// disagrees with its body (SEP-2243).
 	CodeHeaderMismatch = -32020
+	// CodeRateLimited answers a call a limit refused, with HTTP 429 and
+	// data.retryAfterMs (SEP-3304, "Standardize Rate-Limiting Errors").
+	CodeRateLimited = -32023
 )
 
 // Error is a JSON-RPC error the gateway answers itself, with the HTTP status
@@ -25,6 +28,8 @@ type Error struct {
 	Status  int
 	Code    int
 	Message string
+	// Data, if not nil, is the error's data member, raw JSON.
+	Data []byte
 }
 
 // Error returns the message, so an *Error can travel as an error.
@@ -44,5 +49,9 @@ func (e *Error) AppendResponse(dst []byte, id []byte) []byte {
 	dst = append(dst, `,"message":`...)
 	msg, _ := json.Marshal(e.Message) // a string always marshals
 	dst = append(dst, msg...)
+	if e.Data != nil {
+		dst = append(dst, `,"data":`...)
+		dst = append(dst, e.Data...)
+	}
 	return append(dst, "}}\n"...)
 }
