@@ -32,7 +32,7 @@ func (e *engine) send(c int32) {
 // picks for a request without one; false when there is none. Every
 // initialize after a client's first is a re-initialization.
 func (e *engine) initialize(cl int) bool {
-	r := e.pick(cl)
+	r := e.pick(cl, true)
 	if r < 0 {
 		return false
 	}

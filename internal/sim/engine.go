@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/health"
 	"github.com/mcpfleet/mcpfleet/internal/ring"
 )
 
@@ -58,10 +59,10 @@ type engine struct {
 	s       *Scenario
 	traffic []Call
 	rng     *rand.Rand // the fleet's stream: routing picks only
-	seq     uint64     // mcpfleet's pick counter
 	ring    *ring.Ring
 	reps    []replica
-	view    view
+	view    view      // the fleet with draining and rebooting replicas out of rotation
+	gws     []gateway // mcpfleet's gateways
 	clients []client
 	calls   []callState
 	execs   []execution
@@ -98,6 +99,9 @@ func run(s *Scenario, traffic []Call) *Result {
 	if s.Deploy {
 		e.heap.push(seconds(s.DeployAt), evDrain, 0, 0)
 	}
+	if s.checksNeeded() {
+		e.heap.push(health.DefaultInterval, evCheck, 0, 0)
+	}
 	next := 0
 	for next < len(traffic) || e.open > 0 {
 		at, ok := e.heap.peek()
@@ -133,6 +137,7 @@ func newEngine(s *Scenario, traffic []Call) *engine {
 		lat:     make([]time.Duration, 0, len(traffic)),
 	}
 	e.view.reps = e.reps
+	e.gws = newGateways(1, e.reps)
 	e.tl.init(s.Replicas, int(s.TrafficSeconds)+64)
 	for i := range e.calls {
 		e.calls[i].exec = -1
@@ -169,6 +174,8 @@ func (e *engine) dispatch(ev event) {
 		if n := ev.ref + 1; int(n) < len(e.reps) {
 			e.heap.push(e.now, evDrain, n, 0)
 		}
+	case evCheck:
+		e.check()
 	}
 }
 

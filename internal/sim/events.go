@@ -13,6 +13,7 @@ const (
 	evDrain                 // replica ref starts draining
 	evKill                  // replica ref's drain window ends: kill and reboot
 	evUp                    // replica ref is back
+	evCheck                 // a round of the gateways' active health checks
 )
 
 // event is one scheduled happening. Events at the same time run in the

@@ -5,12 +5,9 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/health"
 	"github.com/mcpfleet/mcpfleet/internal/ring"
 )
-
-// gatewayRetries is how often mcpfleet moves an undelivered request on to
-// another replica (the gateway's Options.Retries default).
-const gatewayRetries = 1
 
 // replica is one server replica's state on the virtual clock.
 type replica struct {
@@ -30,9 +27,14 @@ type replica struct {
 }
 
 // view is the fleet as package balance and package ring see it: in flight
-// is what a gateway counts (running and queued); a draining or rebooting
-// replica is not eligible for new work.
-type view struct{ reps []replica }
+// is what a gateway counts (running and queued). With seen nil a draining
+// or rebooting replica is not eligible for new work (the deploy takes it
+// out of rotation); with seen, eligibility is the gateway's health view.
+type view struct {
+	reps []replica
+	seen []health.Status
+	all  bool // every replica eligible: the gateway's last resort
+}
 
 var _ balance.View = (*view)(nil)
 
@@ -43,7 +45,15 @@ func (v *view) Len() int { return len(v.reps) }
 func (v *view) InFlight(i int) int64 { return int64(len(v.reps[i].live)) }
 
 // Eligible reports whether replica i takes new work.
-func (v *view) Eligible(i int) bool { return !v.reps[i].draining && !v.reps[i].down }
+func (v *view) Eligible(i int) bool {
+	switch {
+	case v.all:
+		return true
+	case v.seen != nil:
+		return v.seen[i].State == health.StateUp
+	}
+	return !v.reps[i].draining && !v.reps[i].down
+}
 
 // newRing builds the ring over the replicas' names, as the gateway does
 // over its upstreams.
@@ -66,16 +76,16 @@ func replicaName(i int) string { return fmt.Sprintf("replica-%d", i+1) }
 // identity; here the client's index, mixed (splitmix64 increment).
 func clientKey(c int) uint64 { return uint64(c+1) * 0x9e3779b97f4a7c15 }
 
-// pick chooses the replica for new work of client c under the scenario's
-// routing, or -1 when no replica takes new work.
-func (e *engine) pick(c int) int {
+// pick chooses the replica for client c's request under the scenario's
+// routing, or -1 when no replica takes it. newWork is false for a resume.
+func (e *engine) pick(c int, newWork bool) int {
 	switch e.s.Routing {
 	case RoundRobin:
 		return e.pickRandom()
 	case Affinity:
 		return balance.Pick(balance.Hash, &e.view, balance.Input{Key: clientKey(c), Ring: e.ring}, nil)
 	}
-	return e.pickFleet(c)
+	return e.pickFleet(c, 0, newWork)
 }
 
 // pickRandom picks uniformly among the eligible replicas: the seed's model
@@ -102,24 +112,35 @@ func (e *engine) pickRandom() int {
 	return -1
 }
 
-// pickFleet is the gateway's send loop (gateway.send) on the simulated
-// fleet: balance.Pick with bounded-load hashing, moving on only while the
-// request provably never reached a replica (balance.MayRetry).
-func (e *engine) pickFleet(c int) int {
+// pickFleet is gateway g's send loop (gateway.send) on the simulated
+// fleet: balance.Pick with bounded-load hashing over what the gateway has
+// seen of the replicas' health, one attempt per pick (a refused attempt
+// reaches its health), moving on only while balance.MayRetry allows. Like
+// the gateway it picks among every replica when health has taken them all
+// out.
+func (e *engine) pickFleet(c, g int, newWork bool) int {
+	gw := &e.gws[g]
 	in := balance.Input{
-		Seq: e.seq, Rnd: e.rng.Uint64(), Key: clientKey(c), Ring: e.ring,
+		Seq: gw.seq, Rnd: e.rng.Uint64(), Key: clientKey(c), Ring: e.ring,
 		Epsilon: e.s.HashEpsilon, MinLoad: int64(e.s.HashMinLoad),
 	}
-	e.seq++
+	gw.seq++
 	var tried [MaxReplicas]int
 	skip := tried[:0]
 	for retries := 0; ; retries++ {
-		i := balance.Pick(balance.Hash, &e.view, in, skip)
-		if i < 0 || !e.reps[i].down {
+		i := balance.Pick(balance.Hash, &gw.view, in, skip)
+		if i < 0 && len(skip) == 0 {
+			i = balance.Pick(balance.Hash, &view{reps: e.reps, all: true}, in, nil)
+		}
+		if i < 0 {
+			return -1
+		}
+		outcome, ok := e.attempt(g, i, newWork)
+		if ok {
 			return i
 		}
-		e.res.Undelivered++ // a rebooting replica refuses the connection
-		if !balance.MayRetry(balance.Attempt{Outcome: balance.NotDelivered, Retries: retries, MaxRetries: gatewayRetries}) {
+		e.res.Undelivered++
+		if !balance.MayRetry(balance.Attempt{Outcome: outcome, Retries: retries, MaxRetries: gatewayRetries}) {
 			return -1
 		}
 		skip = append(skip, i)
@@ -127,21 +148,24 @@ func (e *engine) pickFleet(c int) int {
 	}
 }
 
+// gatewayRetries is how often mcpfleet moves an undelivered request on to
+// another replica (the gateway's Options.Retries default).
+const gatewayRetries = 1
+
 // route returns where client c's request goes. With sessions in the
 // replica (Local2025), mcpfleet follows the sealed session ID to the
-// replica that minted it, as the gateway's route does. A rebooting replica
-// refuses the connection and a draining one refuses new work (503
-// draining): neither ran the request, and since the session lives there
-// the gateway answers 404 (pinnedLost) so the client re-initializes
-// elsewhere. A resume (GET of a running call's stream) is not new work: a
-// draining replica serves it. Everything else is new work for pick.
+// replica that minted it, as the gateway's route does, whatever its health
+// says. A rebooting replica refuses the connection and a draining one
+// refuses new work (503 draining): neither ran the request, and since the
+// session lives there the gateway answers 404 (pinnedLost) so the client
+// re-initializes elsewhere. A resume (GET of a running call's stream) is
+// not new work: a draining replica serves it. Everything else goes to pick.
 func (e *engine) route(c int, resume bool) (r int, pinnedLost bool) {
 	cl := &e.clients[c]
 	if e.s.Protocol != Local2025 || e.s.Routing != Fleet || !cl.hasSession {
-		return e.pick(c), false
+		return e.pick(c, !resume), false
 	}
-	rep := &e.reps[cl.replica]
-	if rep.down || (rep.draining && !resume) {
+	if _, ok := e.attempt(0, int(cl.replica), !resume); !ok {
 		e.res.Undelivered++
 		return -1, true
 	}

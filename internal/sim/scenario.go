@@ -1,7 +1,8 @@
 // Package sim is the fleet lab's engine: a deterministic discrete-event
 // simulator of MCP server replicas behind a load balancer
-// (shared/LAB-MODEL.md). It drives the gateway's own routing code
-// (packages balance and ring) on a virtual clock: no I/O, no wall clock, no
+// (shared/LAB-MODEL.md). It drives the gateway's own decision code on a
+// virtual clock: routing (packages balance and ring) and each replica's
+// health as the gateway sees it (package health); no I/O, no wall clock, no
 // goroutines in the core loop. Traffic is drawn first, from its own random
 // stream, so the same seed gives the same calls whatever the fleet's
 // settings, and differences between two runs come from the change.

@@ -14,15 +14,18 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/health"
 )
 
 // Defaults of CheckOptions, HAProxy's "check inter 2s fall 2 rise 2" from
-// seed 001: a dead replica is out within about four seconds.
+// seed 001: a dead replica is out within about four seconds. Fall and rise
+// are package health's, which the simulator uses too.
 const (
-	DefaultCheckInterval = 2 * time.Second
+	DefaultCheckInterval = health.DefaultInterval
 	DefaultCheckTimeout  = 1 * time.Second
-	DefaultFall          = 2
-	DefaultRise          = 2
+	DefaultFall          = health.DefaultFall
+	DefaultRise          = health.DefaultRise
 	DefaultCheckPath     = "/health"
 )
 
@@ -81,7 +84,7 @@ func (o *CheckOptions) Validate() error {
 }
 
 // Checker checks every replica of a fleet each Interval and moves their
-// health state (see Next). Replicas that join the fleet are checked from
+// health state (see health.Next). Replicas that join the fleet are checked from
 // the next round on.
 type Checker struct {
 	fleet    *Fleet

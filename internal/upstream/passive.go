@@ -1,6 +1,10 @@
 package upstream
 
-import "log/slog"
+import (
+	"log/slog"
+
+	"github.com/mcpfleet/mcpfleet/internal/health"
+)
 
 // policy is what a running Checker lends the fleet, so that reports from
 // the forwarding path follow the same fall/rise rules and notifications.
@@ -70,7 +74,7 @@ func (r *Replica) observe(res Result, reason string, p *policy) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	from := r.status.State
-	r.status = Next(r.status, res, p.fall, p.rise)
+	r.status = health.Next(r.status, res, p.fall, p.rise)
 	to := r.status.State
 	r.state.Store(int32(to))
 	r.suspect.Store(to == StateUp && r.status.Failures > 0)

@@ -1,4 +1,4 @@
-package upstream
+package health
 
 import (
 	"testing"
@@ -52,7 +52,7 @@ func TestNext(t *testing.T) {
 	}
 }
 
-// TestNextSequence walks the lifecycle seed 001 describes: a replica fails,
+// TestNextSequence walks the lifecycle a rolling deploy shows: a replica fails,
 // recovers, drains on SIGTERM, and comes back after a restart.
 func TestNextSequence(t *testing.T) {
 	seq := []Result{
