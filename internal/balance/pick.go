@@ -57,6 +57,18 @@ func (p Policy) String() string {
 	return "hash"
 }
 
+// The hash policy's default load bound, shared by the gateway's options
+// and the simulator: a replica with more than (1+DefaultEpsilon) times the
+// average in flight passes new work on, unless it has fewer than
+// DefaultMinLoad in flight (Mirrokni, Thorup and Zadimoghaddam, "Consistent
+// Hashing with Bounded Loads").
+const (
+	// DefaultEpsilon is Input.Epsilon's default.
+	DefaultEpsilon = 0.25
+	// DefaultMinLoad is Input.MinLoad's default.
+	DefaultMinLoad = 10
+)
+
 // Input is what a pick depends on besides the fleet: all of it comes from
 // the caller, so picking stays pure.
 type Input struct {

@@ -1,5 +1,10 @@
 package balance
 
+// DefaultRetries is how often the gateway moves a request that never ran
+// on to another replica, unless configured otherwise: once, so a dead
+// replica costs a request one extra dial, not a tour of the fleet.
+const DefaultRetries = 1
+
 // Outcome is how a failed attempt to forward a request ended.
 type Outcome uint8
 

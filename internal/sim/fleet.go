@@ -115,9 +115,10 @@ func (e *engine) pickRandom() int {
 // pickFleet is gateway g's send loop (gateway.send) on the simulated
 // fleet: balance.Pick with bounded-load hashing over what the gateway has
 // seen of the replicas' health, one attempt per pick (a refused attempt
-// reaches its health), moving on only while balance.MayRetry allows. Like
+// reaches its health), and balance.Step to decide whether to move on. Like
 // the gateway it picks among every replica when health has taken them all
-// out.
+// out. It returns -1 when the loop ends without a replica (503 or 502:
+// the client re-issues either after unroutableDelay).
 func (e *engine) pickFleet(c, g int, newWork bool) int {
 	gw := &e.gws[g]
 	in := balance.Input{
@@ -133,14 +134,15 @@ func (e *engine) pickFleet(c, g int, newWork bool) int {
 			i = balance.Pick(balance.Hash, &view{reps: e.reps, all: true}, in, nil)
 		}
 		if i < 0 {
-			return -1
+			return -1 // balance.Exhausted(retries)
 		}
 		outcome, ok := e.attempt(g, i, newWork)
 		if ok {
 			return i
 		}
 		e.res.Undelivered++
-		if !balance.MayRetry(balance.Attempt{Outcome: outcome, Retries: retries, MaxRetries: gatewayRetries}) {
+		a := balance.Attempt{Outcome: outcome, Retries: retries, MaxRetries: balance.DefaultRetries}
+		if balance.Step(a) != balance.MoveOn {
 			return -1
 		}
 		skip = append(skip, i)
@@ -148,28 +150,26 @@ func (e *engine) pickFleet(c, g int, newWork bool) int {
 	}
 }
 
-// gatewayRetries is how often mcpfleet moves an undelivered request on to
-// another replica (the gateway's Options.Retries default).
-const gatewayRetries = 1
-
 // route returns where client c's request goes. With sessions in the
 // replica (Local2025), mcpfleet follows the sealed session ID to the
 // replica that minted it, as the gateway's route does, whatever its health
 // says. A rebooting replica refuses the connection and a draining one
-// refuses new work (503 draining): neither ran the request, and since the
-// session lives there the gateway answers 404 (pinnedLost) so the client
-// re-initializes elsewhere. A resume (GET of a running call's stream) is
-// not new work: a draining replica serves it. Everything else goes to pick.
+// refuses new work (503 draining): neither ran the request, and
+// balance.PinnedVerdict says the session is lost, so the gateway answers
+// 404 (pinnedLost) and the client re-initializes elsewhere. A resume (GET
+// of a running call's stream) is not new work: a draining replica serves
+// it. Everything else goes to pick.
 func (e *engine) route(c int, resume bool) (r int, pinnedLost bool) {
 	cl := &e.clients[c]
 	if e.s.Protocol != Local2025 || e.s.Routing != Fleet || !cl.hasSession {
 		return e.pick(c, !resume), false
 	}
-	if _, ok := e.attempt(0, int(cl.replica), !resume); !ok {
-		e.res.Undelivered++
-		return -1, true
+	outcome, ok := e.attempt(0, int(cl.replica), !resume)
+	if ok {
+		return int(cl.replica), false
 	}
-	return int(cl.replica), false
+	e.res.Undelivered++
+	return -1, balance.PinnedVerdict(outcome, false) == balance.SessionLost
 }
 
 // setBusy changes replica r's busy slots at now, accounting slot-time

@@ -11,6 +11,8 @@ package sim
 import (
 	"fmt"
 	"math"
+
+	"github.com/mcpfleet/mcpfleet/internal/balance"
 )
 
 // The protocol revisions and state models (Scenario.Protocol).
@@ -115,9 +117,11 @@ type Scenario struct {
 	// RoundTrip is the time of one exchange that runs no tool: a
 	// re-initialization, a reconnect, the pause before a re-issue.
 	RoundTrip float64 `json:"round_trip_s"`
-	// HashEpsilon is mcpfleet's load bound (balance.Input.Epsilon).
+	// HashEpsilon is mcpfleet's load bound (balance.Input.Epsilon); the
+	// default is the gateway's, balance.DefaultEpsilon.
 	HashEpsilon float64 `json:"mcpfleet_epsilon"`
-	// HashMinLoad is mcpfleet's floor under the bound (balance.Input.MinLoad).
+	// HashMinLoad is mcpfleet's floor under the bound
+	// (balance.Input.MinLoad); the default is balance.DefaultMinLoad.
 	HashMinLoad int `json:"mcpfleet_min_load"`
 }
 
@@ -153,8 +157,8 @@ func Default() Scenario {
 		RebootSeconds:  15,
 		MaxReissues:    3,
 		RoundTrip:      0.05,
-		HashEpsilon:    0.25,
-		HashMinLoad:    10,
+		HashEpsilon:    balance.DefaultEpsilon,
+		HashMinLoad:    balance.DefaultMinLoad,
 	}
 }
 
