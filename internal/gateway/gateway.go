@@ -160,7 +160,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveFanout(w, r, q, route.snap, rec)
 		return
 	}
-	// 3. Deduplicate: a call that names itself one logical call runs once.
+	// 3. Admit: the caller's rate and concurrency, the tool's cap; the
+	// leases last until the answer has ended.
+	adm, ok := g.admit(w, r, q, rec)
+	if !ok {
+		return
+	}
+	defer adm.Done()
+	// 4. Deduplicate: a call that names itself one logical call runs once.
 	if key, ttl := g.idempotencyKey(r, q); key != "" {
 		c, answered := g.claimOrAnswer(r.Context(), w, q, key, ttl, rec)
 		if answered {
@@ -171,10 +178,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer g.settle(c)
 		}
 	}
-	// 4. Forward, moving on only from replicas the request never reached.
+	// 5. Forward, moving on only from replicas the request never reached.
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
-	// 5. Answer: pass the replica's answer through; if it keeps a streamable
+	// 6. Answer: pass the replica's answer through; if it keeps a streamable
 	// request waiting past the keep-alive interval, open the SSE stream
 	// ourselves so keep-alives can flow before the replica says anything.
 	res, early := g.forwardAwait(ctx, w, r, q, route, rec)
@@ -195,9 +202,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, errSessionNotFound, q.id())
 		return
 	}
-	// 6. Seal the session a replica minted; never show a replica's own ID.
+	// 7. Seal the session a replica minted; never show a replica's own ID.
 	g.learn(q, res.rep, res.resp)
-	// 7. Relay: JSON as is, SSE event by event.
+	// 8. Relay: JSON as is, SSE event by event.
 	if early != nil {
 		g.relayLate(early, r, q, res.resp, rec)
 		return

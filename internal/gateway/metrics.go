@@ -23,6 +23,10 @@ type Metrics struct {
 	idempotency   *prometheus.CounterVec
 	healthChanges *prometheus.CounterVec
 	noneEligible  prometheus.Counter
+
+	limitDecisions *prometheus.CounterVec
+	limitFailOpen  prometheus.Counter
+	limitStore     prometheus.Histogram
 }
 
 func newMetrics(g *Gateway) *Metrics {
@@ -66,6 +70,29 @@ func newMetrics(g *Gateway) *Metrics {
 		Name: "mcpfleet_none_eligible_total",
 		Help: "Requests that found no healthy replica and were sent to one anyway.",
 	})
+	m.limitDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_limit_decisions_total",
+		Help: "Governed calls by decision (admitted, refused) and reason (none, rate, concurrency, tool, store; fail_open for calls let through while the store did not answer).",
+	}, []string{"decision", "reason"})
+	m.limitFailOpen = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpfleet_limits_fail_open_total",
+		Help: "Governed calls let through without a decision because the limits store did not answer (on_store_error: open).",
+	})
+	m.limitStore = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mcpfleet_limit_store_seconds",
+		Help:    "Time the limits store took to decide a call (one round trip for Redis).",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .1, .25, 1},
+	})
+	m.reg.MustRegister(m.limitDecisions, m.limitFailOpen, m.limitStore,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpfleet_limit_leases",
+			Help: "Concurrency and tool-cap leases this gateway holds for calls in flight.",
+		}, func() float64 {
+			if g.opts.Limits == nil {
+				return 0
+			}
+			return float64(g.opts.Limits.Held())
+		}))
 	m.reg.MustRegister(m.noneEligible, m.healthChanges, m.idempotency, m.requests, m.duration, m.streams, m.keepAlives, m.retries, m.sessionMisses,
 		&fleetCollector{g: g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

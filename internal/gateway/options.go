@@ -6,6 +6,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/identity"
+	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 )
 
@@ -71,6 +72,9 @@ type Options struct {
 	IdempotencyTTL time.Duration
 	// MaxTasks bounds the task registry; 0 means 100,000.
 	MaxTasks int
+	// Limits admits governed calls (rate, concurrency, tool caps); nil
+	// admits everything. The caller creates and closes it.
+	Limits *limit.Limiter
 }
 
 func (o *Options) withDefaults() Options {

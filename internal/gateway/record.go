@@ -21,6 +21,7 @@ type record struct {
 	early          bool // the gateway opened the SSE stream before the replica answered
 	upstreamStatus int
 	claim          *claim // the request's idempotency claim, if it holds one
+	limit          string // the admission step's verdict; "" when not governed
 	clientGone     bool
 	upstreamCut    bool
 	events         int
@@ -79,6 +80,7 @@ func (g *Gateway) finish(rec *record) {
 		slog.Int("status", rec.status),
 		slog.String("outcome", out),
 		slog.Int("attempts", rec.attempts),
+		slog.String("limit", rec.limit),
 		slog.Bool("early_stream", rec.early),
 		slog.Int("upstream_status", rec.upstreamStatus),
 		slog.Int("events", rec.events),

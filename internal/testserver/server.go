@@ -57,6 +57,10 @@ type Options struct {
 	// counted across restarts of a replica. Several replicas may share one
 	// file opened with O_APPEND. Nil means no ledger.
 	Ledger io.Writer
+
+	// Calls, when set, counts the tool calls running on this replica (and
+	// on every other that shares it). Nil means no count.
+	Calls *Gauge
 }
 
 // Validate reports whether o is usable. A nil o is valid.
@@ -100,6 +104,7 @@ type Server struct {
 	counts  map[string]int  // mutations per key on this replica
 	applied map[string]bool // key + NUL + op of mutations applied here
 	ledger  io.Writer
+	calls   *Gauge // nil: not counted
 }
 
 // New returns a Server called name, which whoami reports and which must not
@@ -132,6 +137,7 @@ func New(name string, opts *Options) (*Server, error) {
 		counts:  make(map[string]int),
 		applied: make(map[string]bool),
 		ledger:  o.Ledger,
+		calls:   o.Calls,
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{
 		Logger:                    quiet(o.Logger),
@@ -206,6 +212,10 @@ func (s *Server) stoppable(next mcp.MethodHandler) mcp.MethodHandler {
 		defer cancel(nil)
 		unhook := context.AfterFunc(s.stopped, func() { cancel(errStopped) })
 		defer unhook()
+		if call, ok := req.(*mcp.CallToolRequest); ok && s.calls != nil && call.Params != nil {
+			s.calls.enter(call.Params.Name)
+			defer s.calls.leave(call.Params.Name)
+		}
 		return next(ctx, method, req)
 	}
 }

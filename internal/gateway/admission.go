@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/identity"
+	"github.com/mcpfleet/mcpfleet/internal/limit"
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+)
+
+// Admission (docs/GATEWAY.md, "Limits"): after a request is classified and
+// routed, and before it is deduplicated or forwarded, a governed call
+// (tools/call unless configured otherwise) must fit its caller's rate
+// bucket and concurrency limit and its tool's fleet-wide cap. It then holds
+// leases until its answer ends. A refusal is answered as SEP-3304 says: 429,
+// JSON-RPC error -32023 with data.retryAfterMs, limit and remaining, and the
+// Retry-After and RateLimit-* headers.
+
+// admit runs the admission step. It returns the admission to end when the
+// answer has ended (nil when the request is not governed), and false when it
+// answered the request itself.
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, q *request, rec *record) (*limit.Admission, bool) {
+	l := g.opts.Limits
+	if l == nil || q.msg.Kind != mcpmsg.KindRequest || q.msg.Batch || !l.Governs(q.msg.Method, q.msg.Name) {
+		return nil, true
+	}
+	a := l.Admit(r.Context(), g.limitKey(r), q.msg.Method, q.msg.Name)
+	g.metrics.limitStore.Observe(a.StoreTime.Seconds())
+	switch {
+	case a.StoreErr != nil && a.Allowed:
+		rec.limit = "fail_open"
+		g.metrics.limitFailOpen.Inc()
+	case a.StoreErr != nil:
+		rec.limit = "store"
+		g.log.Warn("limits store unavailable: refusing (on_store_error closed)", "error", a.StoreErr)
+	case a.Allowed:
+		rec.limit = "admitted"
+	default:
+		rec.limit = a.Reason.String()
+	}
+	if a.Allowed {
+		reason := "none"
+		if a.StoreErr != nil {
+			reason = "fail_open"
+		}
+		g.metrics.limitDecisions.WithLabelValues("admitted", reason).Inc()
+		return a, true
+	}
+	g.metrics.limitDecisions.WithLabelValues("refused", rec.limit).Inc()
+	g.refuse(w, a, q, rec)
+	return nil, false
+}
+
+// refuse answers a call admission refused.
+func (g *Gateway) refuse(w http.ResponseWriter, a *limit.Admission, q *request, rec *record) {
+	ms := a.RetryAfter.Milliseconds()
+	h := w.Header()
+	h.Set("Retry-After", strconv.FormatInt(int64((a.RetryAfter+time.Second-1)/time.Second), 10))
+	data := append([]byte(`{"retryAfterMs":`), strconv.FormatInt(ms, 10)...)
+	e := &mcpmsg.Error{Status: http.StatusTooManyRequests, Code: mcpmsg.CodeRateLimited}
+	if a.StoreErr != nil {
+		// on_store_error: closed. Not a rate limit of this caller's doing:
+		// 503, with when to come back.
+		e.Status, e.Code = http.StatusServiceUnavailable, mcpmsg.CodeInternalError
+		e.Message = "limits store unavailable; retry after " + strconv.FormatInt(ms, 10) + " ms"
+	} else {
+		e.Message = "rate limited (" + a.Reason.String() + " limit); retry after " + strconv.FormatInt(ms, 10) + " ms"
+		limit, remaining := strconv.Itoa(a.Limit), strconv.Itoa(a.Remaining)
+		h.Set("RateLimit-Limit", limit)
+		h.Set("RateLimit-Remaining", remaining)
+		data = append(data, `,"limit":`...)
+		data = append(data, limit...)
+		data = append(data, `,"remaining":`...)
+		data = append(data, remaining...)
+	}
+	e.Data = append(data, '}')
+	rec.reject(w, e, q.id())
+}
+
+// limitKey returns whose limits a request uses: the salted digest of the
+// credential itself (identity.ResolveCredential), never unverified JWT
+// claims, so a forged token naming another caller spends its own budget.
+func (g *Gateway) limitKey(r *http.Request) string {
+	a := g.aff
+	var hops []string
+	if a.proxies != nil {
+		hops = r.Header.Values(a.proxies.Header())
+	}
+	id := identity.ResolveCredential(r.Header.Get("Authorization"), r.Header.Get("Private-Token"), r.RemoteAddr, hops, a.proxies)
+	return strconv.FormatUint(a.keyer.Key(id), 16)
+}
