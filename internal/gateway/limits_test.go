@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/limit"
+	"github.com/mcpfleet/mcpfleet/internal/limit/redisstore"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
@@ -196,7 +197,7 @@ func redisLimiters(t *testing.T, addr string, n int, opts limit.Options) []*limi
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { client.Close() })
-		ls = append(ls, limit.NewLimiter(limit.NewRedis(client, "test:"+t.Name()+":"), &opts))
+		ls = append(ls, limit.NewLimiter(redisstore.New(client, "test:"+t.Name()+":"), &opts))
 	}
 	return ls
 }

@@ -89,8 +89,8 @@ func (c Check) Validate() error {
 	return nil
 }
 
-// leases reports whether an admitted call takes any lease.
-func (c Check) leases() bool { return c.Concurrency > 0 || c.ToolCap > 0 }
+// TakesLease reports whether an admitted call takes any lease.
+func (c Check) TakesLease() bool { return c.Concurrency > 0 || c.ToolCap > 0 }
 
 // Bucket is a token bucket's stored state.
 type Bucket struct {

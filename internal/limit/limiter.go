@@ -40,11 +40,8 @@ type Options struct {
 	// it (it died); 0 means 30 s. Leases are renewed every third of it.
 	LeaseTTL time.Duration
 	// FailClosed refuses calls while the store does not answer; the
-	// default lets them through (fail open), logging and counting it.
+	// default lets them through (fail open) and logs it.
 	FailClosed bool
-	// OnFailOpen, if not nil, is called for each call let through because
-	// the store did not answer.
-	OnFailOpen func()
 	// Log receives at most one fail-open line per DefaultFailLogEvery;
 	// nil discards.
 	Log *slog.Logger
@@ -203,9 +200,6 @@ func (l *Limiter) Close() {
 // failedOpen counts a call let through without a decision and logs at most
 // one line per DefaultFailLogEvery.
 func (l *Limiter) failedOpen(err error) {
-	if l.opts.OnFailOpen != nil {
-		l.opts.OnFailOpen()
-	}
 	n := l.failed.Add(1)
 	now := time.Now().UnixNano()
 	last := l.lastFailLog.Load()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -42,8 +41,7 @@ func TestLimiterGoverns(t *testing.T) {
 }
 
 func TestLimiterFailOpen(t *testing.T) {
-	var n atomic.Int32
-	l := NewLimiter(downStore{}, &Options{Rate: 1, OnFailOpen: func() { n.Add(1) }})
+	l := NewLimiter(downStore{}, &Options{Rate: 1})
 	defer l.Close()
 	for range 3 {
 		a := l.Admit(context.Background(), "a", "tools/call", "x")
@@ -51,9 +49,6 @@ func TestLimiterFailOpen(t *testing.T) {
 			t.Fatalf("fail open: %+v", a)
 		}
 		a.Done()
-	}
-	if n.Load() != 3 {
-		t.Fatalf("OnFailOpen called %d times, want 3", n.Load())
 	}
 }
 

@@ -22,8 +22,11 @@ var _ Store = (*Memory)(nil)
 
 // NewMemory returns a memory store of at most maxCallers callers (0 means
 // DefaultMaxCallers).
-func NewMemory(maxCallers int) *Memory {
-	return &Memory{now: time.Now, t: NewTable(maxCallers)}
+func NewMemory(maxCallers int) *Memory { return NewMemoryAt(maxCallers, time.Now) }
+
+// NewMemoryAt is NewMemory on the clock now, for tests that move time.
+func NewMemoryAt(maxCallers int, now func() time.Time) *Memory {
+	return &Memory{now: now, t: NewTable(maxCallers)}
 }
 
 // Acquire implements Store.

@@ -63,7 +63,7 @@ func (t *Table) Acquire(caller, tool string, c Check, now time.Time) (Decision, 
 		cs.full = now.Add(time.Duration((c.Burst - d.Bucket.Tokens) / c.Rate * float64(time.Second)))
 	}
 	var id LeaseID
-	if d.Allowed && c.leases() {
+	if d.Allowed && c.TakesLease() {
 		t.next++
 		id = t.next
 		exp := now.Add(c.LeaseTTL)

@@ -1,4 +1,6 @@
-package limit
+// Package redisstore keeps limits in a Valkey or Redis server shared by every
+// gateway process: the shared twin of limit.Memory, under the same contract.
+package redisstore
 
 import (
 	"context"
@@ -7,10 +9,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is a Store in a Valkey or Redis server (6.2 or later), shared by
+// Redis is a limit.Store in a Valkey or Redis server (6.2 or later), shared by
 // every gateway that uses the same server and prefix.
 //
 // A caller's state is two keys with the caller's hash tag, so that one
@@ -20,7 +23,7 @@ import (
 // prefix+"{t:"+tool+"}:l". Every key expires once it would hold nothing of
 // use (a full bucket, lapsed leases), so idle callers cost nothing.
 //
-// One Lua script decides and updates (acquireScript, which is Decide line
+// One Lua script decides and updates (acquireScript, which is limit.Decide line
 // for line), reading the server's clock (TIME), so gateways whose clocks
 // disagree still agree on buckets and leases. A call of a capped tool
 // touches the tool's key as well as the caller's; with Redis Cluster those
@@ -31,12 +34,12 @@ type Redis struct {
 	prefix string
 }
 
-var _ Store = (*Redis)(nil)
+var _ limit.Store = (*Redis)(nil)
 
-// NewRedis returns a store in client's server under keys starting with
+// New returns a store in client's server under keys starting with
 // prefix (for example "mcpfleet:limit:"). The caller keeps ownership of
 // client and closes it.
-func NewRedis(client redis.UniversalClient, prefix string) *Redis {
+func New(client redis.UniversalClient, prefix string) *Redis {
 	return &Redis{client: client, prefix: prefix}
 }
 
@@ -48,7 +51,7 @@ local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local function num(x) return string.format('%.17g', x) end
 `
 
-// acquireScript is Decide in Lua (limit.go), then the update if allowed.
+// acquireScript is limit.Decide in Lua, then the update if allowed.
 // KEYS[1] bucket, KEYS[2] caller leases, KEYS[3] tool leases.
 // ARGV: rate, burst, concurrency, tool cap, lease ttl ms, lease member, busy retry ms.
 // Returns {allowed, reason, retry ms, limit, remaining}.
@@ -126,12 +129,12 @@ return 1
 `)
 
 // Acquire implements Store.
-func (s *Redis) Acquire(ctx context.Context, caller, tool string, c Check) (Decision, Lease, error) {
+func (s *Redis) Acquire(ctx context.Context, caller, tool string, c limit.Check) (limit.Decision, limit.Lease, error) {
 	if err := c.Validate(); err != nil {
-		return Decision{}, Lease{}, err
+		return limit.Decision{}, limit.Lease{}, err
 	}
 	member := ""
-	if c.leases() {
+	if c.TakesLease() {
 		member = rand.Text()
 	}
 	keys := []string{s.bucketKey(caller), s.leaseKey(caller), s.leaseKey(caller)}
@@ -144,23 +147,23 @@ func (s *Redis) Acquire(ctx context.Context, caller, tool string, c Check) (Deci
 	}
 	res, err := acquireScript.Run(ctx, s.client, keys,
 		strconv.FormatFloat(c.Rate, 'g', -1, 64), strconv.FormatFloat(burst, 'g', -1, 64),
-		c.Concurrency, c.ToolCap, millis(c.LeaseTTL), member, BusyRetry.Milliseconds()).Int64Slice()
+		c.Concurrency, c.ToolCap, millis(c.LeaseTTL), member, limit.BusyRetry.Milliseconds()).Int64Slice()
 	if err != nil {
-		return Decision{}, Lease{}, s.fail(ctx, "deciding a call's limits", err)
+		return limit.Decision{}, limit.Lease{}, s.fail(ctx, "deciding a call's limits", err)
 	}
 	if len(res) != 5 {
-		return Decision{}, Lease{}, fmt.Errorf("deciding a call's limits: %w: unexpected reply %v", ErrUnavailable, res)
+		return limit.Decision{}, limit.Lease{}, fmt.Errorf("deciding a call's limits: %w: unexpected reply %v", limit.ErrUnavailable, res)
 	}
-	d := Decision{
+	d := limit.Decision{
 		Allowed:    res[0] == 1,
-		Reason:     Reason(res[1]),
+		Reason:     limit.Reason(res[1]),
 		RetryAfter: time.Duration(res[2]) * time.Millisecond,
 		Limit:      int(res[3]),
 		Remaining:  int(res[4]),
 	}
-	var l Lease
+	var l limit.Lease
 	if d.Allowed && member != "" {
-		l = Lease{Caller: caller, ID: member}
+		l = limit.Lease{Caller: caller, ID: member}
 		if c.ToolCap > 0 {
 			l.Tool = tool
 		}
@@ -169,7 +172,7 @@ func (s *Redis) Acquire(ctx context.Context, caller, tool string, c Check) (Deci
 }
 
 // Renew implements Store: one script per lease, sent in one pipeline.
-func (s *Redis) Renew(ctx context.Context, leases []Lease, c Check) error {
+func (s *Redis) Renew(ctx context.Context, leases []limit.Lease, c limit.Check) error {
 	if len(leases) == 0 {
 		return nil
 	}
@@ -198,7 +201,7 @@ func (s *Redis) Renew(ctx context.Context, leases []Lease, c Check) error {
 }
 
 // Release implements Store: one round trip.
-func (s *Redis) Release(ctx context.Context, l Lease) error {
+func (s *Redis) Release(ctx context.Context, l limit.Lease) error {
 	if !l.Held() {
 		return nil
 	}
@@ -214,7 +217,7 @@ func (s *Redis) Release(ctx context.Context, l Lease) error {
 	return nil
 }
 
-func (s *Redis) keysOf(l Lease) []string {
+func (s *Redis) keysOf(l limit.Lease) []string {
 	if l.Tool == "" {
 		return []string{s.leaseKey(l.Caller)}
 	}
@@ -225,13 +228,13 @@ func (s *Redis) bucketKey(caller string) string { return s.prefix + "{c:" + call
 func (s *Redis) leaseKey(caller string) string  { return s.prefix + "{c:" + caller + "}:l" }
 func (s *Redis) toolKey(tool string) string     { return s.prefix + "{t:" + tool + "}:l" }
 
-// fail wraps a client error: ctx's error if ctx ended, else ErrUnavailable
+// fail wraps a client error: ctx's error if ctx ended, else limit.ErrUnavailable
 // with the cause.
 func (s *Redis) fail(ctx context.Context, doing string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return fmt.Errorf("%s: %w", doing, ctxErr)
 	}
-	return fmt.Errorf("%s: %w: %w", doing, ErrUnavailable, err)
+	return fmt.Errorf("%s: %w: %w", doing, limit.ErrUnavailable, err)
 }
 
 // millis converts d to whole milliseconds, at least 1.
