@@ -27,7 +27,7 @@ type Gateway struct {
 	opts        Options
 	fleet       *upstream.Fleet
 	keys        *session.Keyring // seals and opens legacy session IDs
-	tasks       *session.Tasks   // 2026-07-28 task -> replica
+	tasks       session.TaskStore // 2026-07-28 task -> replica
 	aff         *affinity        // routing keys and rings for the hash policy
 	annotations *annotations     // which tools may run twice
 	idem        idem.Store       // idempotency records; nil: off
@@ -78,7 +78,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		opts:          o,
 		fleet:         fleet,
 		keys:          keys,
-		tasks:         session.NewTasks(o.MaxTasks),
+		tasks:         o.Tasks,
 		fwd:           newLeanForwarder(o.DialTimeout),
 		log:           log,
 		base:          base,
@@ -151,7 +151,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// 2. Route: the session's replica, or a pick for new work; a
 	// subscriptions/listen goes to every replica.
-	route, rerr := g.route(q)
+	route, rerr := g.route(r.Context(), q)
 	if rerr != nil {
 		rec.reject(w, rerr, q.id())
 		return

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 
+	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -98,7 +99,12 @@ func newMetrics(g *Gateway) *Metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_tasks",
 			Help: "2026-07-28 tasks whose replica the gateway remembers.",
-		}, func() float64 { return float64(g.tasks.Len()) }),
+		}, func() float64 {
+			if t, ok := g.tasks.(*session.Tasks); ok {
+				return float64(t.Len())
+			}
+			return 0 // a shared registry is counted by its store
+		}),
 	)
 	return m
 }

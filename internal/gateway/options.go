@@ -70,8 +70,12 @@ type Options struct {
 	IdempotencyLease time.Duration
 	// IdempotencyTTL is how long a recorded answer is kept; 0 means 24 h.
 	IdempotencyTTL time.Duration
-	// MaxTasks bounds the task registry; 0 means 100,000.
+	// MaxTasks bounds the in-memory task registry; 0 means 100,000.
 	MaxTasks int
+	// Tasks remembers which replica runs each task; nil means in memory
+	// (one gateway process). Share a session.RedisTasks so that tasks/*
+	// reach their replica through every gateway process.
+	Tasks session.TaskStore
 	// Limits admits governed calls (rate, concurrency, tool caps); nil
 	// admits everything. The caller creates and closes it.
 	Limits *limit.Limiter
@@ -101,6 +105,9 @@ func (o *Options) withDefaults() Options {
 		v.Idempotency = nil
 	case v.Idempotency == nil:
 		v.Idempotency = idem.NewMemory(nil)
+	}
+	if v.Tasks == nil {
+		v.Tasks = session.NewTasks(v.MaxTasks)
 	}
 	if v.MaxBodyBytes == 0 {
 		v.MaxBodyBytes = 4 << 20

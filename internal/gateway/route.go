@@ -30,10 +30,10 @@ type target struct {
 // that has left the fleet gets 404 with -32001, so the client re-initializes
 // (2025-11-25 transports, "Session Management"). A tasks/* request goes to
 // the replica that runs its task, when the gateway knows it.
-func (g *Gateway) route(q *request) (target, *mcpmsg.Error) {
+func (g *Gateway) route(ctx context.Context, q *request) (target, *mcpmsg.Error) {
 	snap := g.fleet.Snapshot()
 	if q.sessionID == "" {
-		if rep := g.taskReplica(q, snap); rep != nil {
+		if rep := g.taskReplica(ctx, q, snap); rep != nil {
 			return target{pinned: rep, task: true}, nil
 		}
 		return target{snap: snap}, nil

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"strings"
 	"time"
 
@@ -18,12 +19,17 @@ import (
 // ttlMs.
 const defaultTaskTTL = time.Hour
 
-// taskReplica returns the replica of a tasks/* request's task, or nil.
-func (g *Gateway) taskReplica(q *request, snap *upstream.Snapshot) *upstream.Replica {
+// taskReplica returns the replica of a tasks/* request's task, or nil. A
+// registry that cannot answer leaves the request to be routed like any
+// other: the replica that does not know the task says so.
+func (g *Gateway) taskReplica(ctx context.Context, q *request, snap *upstream.Snapshot) *upstream.Replica {
 	if q.era != mcpmsg.EraStateless || !strings.HasPrefix(q.msg.Method, "tasks/") || q.msg.Name == "" {
 		return nil
 	}
-	name, ok := g.tasks.Get(q.msg.Name, time.Now())
+	name, ok, err := g.tasks.Lookup(ctx, q.msg.Name)
+	if err != nil {
+		g.log.Warn("task registry unavailable: routing the task's request like any other", "error", err)
+	}
 	if !ok {
 		return nil
 	}
@@ -42,12 +48,15 @@ func (g *Gateway) noteTask(msg []byte, replica string) {
 	if !ok {
 		return
 	}
-	now := time.Now()
 	life := defaultTaskTTL
 	if ttl > 0 {
 		life = time.Duration(ttl) * time.Millisecond
 	}
-	g.tasks.Put(id, replica, now, now.Add(life))
+	ctx, cancel := context.WithTimeout(g.base, g.opts.DialTimeout)
+	defer cancel()
+	if err := g.tasks.Remember(ctx, id, replica, life); err != nil {
+		g.log.Warn("remembering a task's replica failed", "error", err)
+	}
 }
 
 // noteAnswer learns from one message of a replica's answer: the final

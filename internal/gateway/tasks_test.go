@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/store"
+	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -94,5 +97,50 @@ func TestTasksRouteToTheirReplica(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTasksRouteThroughAnyGateway: with the registry in Redis, a task
+// created through one gateway is polled on its replica through another,
+// and through a gateway started after it.
+func TestTasksRouteThroughAnyGateway(t *testing.T) {
+	addr := redistest.Start(t)
+	var specs []upstream.Spec
+	for _, name := range []string{"a", "b", "c"} {
+		hs := httptest.NewServer(&taskReplica{name: name, tasks: map[string]bool{}})
+		t.Cleanup(hs.Close)
+		specs = append(specs, upstream.Spec{Name: name, URL: hs.URL + "/mcp"})
+	}
+	gateway := func() *httptest.Server {
+		client, err := store.NewRedisClient("redis://" + addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		gw := startGatewayOn(t, specs, &Options{Balance: balance.RoundRobin, Tasks: session.NewRedisTasks(client, "test:task:")}, io.Discard)
+		front := httptest.NewServer(gw)
+		t.Cleanup(front.Close)
+		return front
+	}
+	first := gateway()
+	r := newRaw(t, first.URL+"/mcp", "2026-07-28")
+	resp := r.post(context.Background(), 1, "tools/call", map[string]any{"name": "long", "arguments": map[string]any{}}, nil)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	i := strings.Index(string(b), `"taskId":"`)
+	if i < 0 {
+		t.Fatalf("no task created: %s", b)
+	}
+	taskID := strings.SplitN(string(b[i+10:]), `"`, 2)[0]
+	for _, front := range []*httptest.Server{gateway(), gateway()} {
+		r := newRaw(t, front.URL+"/mcp", "2026-07-28")
+		for n := range 4 {
+			resp := r.post(context.Background(), n+2, "tasks/get", map[string]any{"taskId": taskID}, map[string]string{"Mcp-Name": taskID})
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(b), `"status":"completed"`) {
+				t.Fatalf("tasks/get %d through another gateway reached a replica without the task: %s", n, b)
+			}
+		}
 	}
 }
