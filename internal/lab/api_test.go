@@ -101,7 +101,7 @@ func TestRunRefusesBadRequests(t *testing.T) {
 		{"wrong type", `{"scenario": {"replicas": "three"}}`, 400, "replicas"},
 		{"over the lab's calls", `{"scenario": {"arrival_rate": 1000}}`, 400, "arrival_rate"},
 		{"over the lab's traffic", `{"scenario": {"traffic_s": 7200}}`, 400, "traffic_s"},
-		{"no such mission", `{"mission": 7}`, 400, ""},
+		{"no such mission", `{"mission": 99}`, 400, ""},
 		{"not JSON", `{`, 400, ""},
 		{"trailing data", `{} {}`, 400, ""},
 		{"too large", `{"scenario": {}, "x": "` + strings.Repeat("a", MaxBody) + `"}`, 413, ""},

@@ -6,33 +6,44 @@ import "time"
 // that the balancer had no replica for (503).
 const unroutableDelay = time.Second
 
-// send is a client sending call c (first time or again). In Local2025 the
-// client initializes first if it holds no session, and a request that
-// reaches a replica without its session gets 404.
+// send is a client sending call c (first time or again) through one of
+// the gateways. In Local2025 the client initializes first if it holds no
+// session. The gateway admits the call (limits) before it routes it, as
+// the gateway's own steps go; a request that reaches a replica without its
+// session gets 404. A call that goes nowhere gives its lease back at once.
 func (e *engine) send(c int32) {
 	cl := e.traffic[c].Client
-	if e.s.Protocol == Local2025 && !e.clients[cl].hasSession && !e.initialize(cl) {
+	g := e.pickGateway()
+	if e.s.Protocol == Local2025 && !e.clients[cl].hasSession && !e.initialize(cl, g) {
 		e.unroutable(c)
 		return
 	}
-	r, pinnedLost := e.route(cl, false)
+	id, ok := e.admit(c, g)
+	if !ok {
+		return // 429: re-sent after the retry hint
+	}
+	r, pinnedLost := e.route(cl, g, false)
 	switch {
 	case pinnedLost:
+		e.releaseLease(c, g, id)
 		e.notFound(c)
 	case r < 0:
+		e.releaseLease(c, g, id)
 		e.unroutable(c)
 	case e.s.Protocol == Local2025 && !e.sessionOn(cl, r):
+		e.releaseLease(c, g, id)
 		e.notFound(c)
 	default:
-		e.accept(c, r)
+		e.accept(c, r, g, id)
 	}
 }
 
-// initialize gives client cl a new session on the replica the balancer
-// picks for a request without one; false when there is none. Every
-// initialize after a client's first is a re-initialization.
-func (e *engine) initialize(cl int) bool {
-	r := e.pick(cl, true)
+// initialize gives client cl a new session on the replica gateway g picks
+// for a request without one; false when there is none. Every initialize
+// after a client's first is a re-initialization. Limits govern tools/call
+// only: an initialize is never refused.
+func (e *engine) initialize(cl, g int) bool {
+	r := e.pick(cl, g, true)
 	if r < 0 {
 		return false
 	}
@@ -131,7 +142,7 @@ func (e *engine) reconnect(x int32) {
 		return
 	}
 	cl := e.traffic[c].Client
-	r, pinnedLost := e.route(cl, true)
+	r, pinnedLost := e.route(cl, e.pickGateway(), true)
 	switch {
 	case pinnedLost:
 		e.notFound(c)

@@ -11,6 +11,12 @@ func scenarios() map[string]Scenario {
 	all := Default()
 	all.SlowTools, all.HotClient, all.Deploy = true, true, true
 	out := map[string]Scenario{"default": Default(), "everything": all}
+	for _, store := range []string{LocalLimits, SharedLimits} {
+		s := all
+		s.Protocol, s.Routing, s.Runaway, s.Gateways, s.LimitStore = Local2025, Fleet, true, 3, store
+		s.LimitRate, s.LimitBurst, s.LimitConcurrency = 2, 3, 4
+		out["limits/"+store] = s
+	}
 	for _, p := range []string{Local2025, Shared2025, Rev2026} {
 		for _, r := range []string{RoundRobin, Affinity, Fleet} {
 			s := all
@@ -69,6 +75,7 @@ func TestResultAccounting(t *testing.T) {
 				{"failures", r.Timeline.Failures, r.Failed},
 				{"duplicate mutations", r.Timeline.DuplicateMutations, r.DuplicateMutations},
 				{"killed", r.Timeline.Killed, r.Killed},
+				{"refused", r.Timeline.Refused, r.Refused},
 			}
 			for _, c := range sums {
 				got := 0
@@ -98,6 +105,13 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"slow_max_s", func(s *Scenario) { s.SlowMax = 10 }},
 		{"keep_alive_s", func(s *Scenario) { s.KeepAlive = -1 }},
 		{"traffic_s", func(s *Scenario) { s.TrafficSeconds = 1e7 }},
+		{"gateways", func(s *Scenario) { s.Gateways = 0 }},
+		{"gateways", func(s *Scenario) { s.Gateways = MaxGateways + 1 }},
+		{"limit_store", func(s *Scenario) { s.LimitStore = "redis" }},
+		{"limit_rate", func(s *Scenario) { s.LimitRate = -1 }},
+		{"limit_burst", func(s *Scenario) { s.LimitBurst = -1 }},
+		{"limit_concurrency", func(s *Scenario) { s.LimitConcurrency = -1 }},
+		{"runaway_rate", func(s *Scenario) { s.RunawayRate = -1 }},
 	}
 	for _, tt := range tests {
 		s := Default()
@@ -125,6 +139,9 @@ func TestEdgeSettingsResolveEveryCall(t *testing.T) {
 		func(s *Scenario) { s.DurationSigma, s.DrainWindow, s.RebootSeconds = 0, 0, 0 },
 		func(s *Scenario) { s.MaxReissues, s.RoundTrip = 0, 0 },
 		func(s *Scenario) { s.HashEpsilon, s.HashMinLoad = 0, 0 },
+		func(s *Scenario) {
+			s.Runaway, s.Gateways, s.LimitRate, s.LimitConcurrency, s.MaxReissues = true, MaxGateways, 1, 1, 0
+		},
 	}
 	for i, edge := range edges {
 		for name, s := range grid(stormy()) {

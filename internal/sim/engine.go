@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/health"
+	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/ring"
 )
 
@@ -29,6 +30,8 @@ type execution struct {
 	gen      uint32 // the replica's generation when it was accepted
 	livePos  int32
 	idleVer  uint32
+	lease    limit.LeaseID // the call's admission lease, 0 none
+	gateway  uint8         // the gateway that sent it
 	state    execState
 	attached bool // the client is reading its stream
 	started  time.Duration
@@ -62,7 +65,8 @@ type engine struct {
 	ring    *ring.Ring
 	reps    []replica
 	view    view      // the fleet with draining and rebooting replicas out of rotation
-	gws     []gateway // mcpfleet's gateways
+	gws     []gateway // the gateways in front of the fleet
+	lim     limits
 	clients []client
 	calls   []callState
 	execs   []execution
@@ -96,6 +100,13 @@ func MustRun(s Scenario) *Result {
 // run drives the fleet over the drawn traffic.
 func run(s *Scenario, traffic []Call) *Result {
 	e := newEngine(s, traffic)
+	e.drive()
+	return e.finish()
+}
+
+// drive runs every call and event until each call is resolved.
+func (e *engine) drive() {
+	s, traffic := e.s, e.traffic
 	if s.Deploy {
 		e.heap.push(seconds(s.DeployAt), evDrain, 0, 0)
 	}
@@ -119,7 +130,6 @@ func run(s *Scenario, traffic []Call) *Result {
 		e.advance(ev.at)
 		e.dispatch(ev)
 	}
-	return e.finish()
 }
 
 func newEngine(s *Scenario, traffic []Call) *engine {
@@ -137,7 +147,8 @@ func newEngine(s *Scenario, traffic []Call) *engine {
 		lat:     make([]time.Duration, 0, len(traffic)),
 	}
 	e.view.reps = e.reps
-	e.gws = newGateways(1, e.reps)
+	e.gws = newGateways(s.Gateways, e.reps)
+	e.lim = newLimits(s)
 	e.tl.init(s.Replicas, int(s.TrafficSeconds)+64)
 	for i := range e.calls {
 		e.calls[i].exec = -1
@@ -179,13 +190,15 @@ func (e *engine) dispatch(ev event) {
 	}
 }
 
-// accept hands call c's request to replica r: it runs at once if a slot is
-// free, else waits in the replica's queue. The client reads its stream.
-func (e *engine) accept(c int32, r int) {
+// accept hands call c's request, sent through gateway g and holding
+// admission lease id, to replica r: it runs at once if a slot is free, else
+// waits in the replica's queue. The client reads its stream.
+func (e *engine) accept(c int32, r, g int, id limit.LeaseID) {
 	x := int32(len(e.execs))
 	e.execs = append(e.execs, execution{
 		call: c, replica: int32(r), session: e.clients[e.traffic[c].Client].session,
 		gen: e.reps[r].gen, state: queued, attached: true, lastByte: e.now,
+		lease: id, gateway: uint8(g),
 	})
 	e.res.Executions++
 	e.open++
@@ -208,12 +221,14 @@ func (e *engine) start(x int32) {
 }
 
 // release frees execution x's place on its replica (its slot, or its
-// place in the queue) and starts the next waiting execution.
+// place in the queue) and its admission lease, and starts the next waiting
+// execution.
 func (e *engine) release(x int32, to execState) {
 	ex := &e.execs[x]
 	was := ex.state
 	ex.state = to
 	e.dropLive(x)
+	e.releaseLease(ex.call, int(ex.gateway), ex.lease)
 	e.open--
 	r := int(ex.replica)
 	if was == queued {

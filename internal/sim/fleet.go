@@ -27,13 +27,15 @@ type replica struct {
 }
 
 // view is the fleet as package balance and package ring see it: in flight
-// is what a gateway counts (running and queued). With seen nil a draining
-// or rebooting replica is not eligible for new work (the deploy takes it
-// out of rotation); with seen, eligibility is the gateway's health view.
+// is what a gateway counts (running and queued), of every gateway or, with
+// inFlight, of one. With seen nil a draining or rebooting replica is not
+// eligible for new work (the deploy takes it out of rotation); with seen,
+// eligibility is the gateway's health view.
 type view struct {
-	reps []replica
-	seen []health.Status
-	all  bool // every replica eligible: the gateway's last resort
+	reps     []replica
+	seen     []health.Status
+	inFlight []int32
+	all      bool // every replica eligible: the gateway's last resort
 }
 
 var _ balance.View = (*view)(nil)
@@ -42,7 +44,12 @@ var _ balance.View = (*view)(nil)
 func (v *view) Len() int { return len(v.reps) }
 
 // InFlight returns replica i's accepted, unfinished executions.
-func (v *view) InFlight(i int) int64 { return int64(len(v.reps[i].live)) }
+func (v *view) InFlight(i int) int64 {
+	if v.inFlight != nil {
+		return int64(v.inFlight[i])
+	}
+	return int64(len(v.reps[i].live))
+}
 
 // Eligible reports whether replica i takes new work.
 func (v *view) Eligible(i int) bool {
@@ -76,16 +83,17 @@ func replicaName(i int) string { return fmt.Sprintf("replica-%d", i+1) }
 // identity; here the client's index, mixed (splitmix64 increment).
 func clientKey(c int) uint64 { return uint64(c+1) * 0x9e3779b97f4a7c15 }
 
-// pick chooses the replica for client c's request under the scenario's
-// routing, or -1 when no replica takes it. newWork is false for a resume.
-func (e *engine) pick(c int, newWork bool) int {
+// pick chooses the replica for client c's request through gateway g under
+// the scenario's routing, or -1 when no replica takes it. newWork is false
+// for a resume.
+func (e *engine) pick(c, g int, newWork bool) int {
 	switch e.s.Routing {
 	case RoundRobin:
 		return e.pickRandom()
 	case Affinity:
 		return balance.Pick(balance.Hash, &e.view, balance.Input{Key: clientKey(c), Ring: e.ring}, nil)
 	}
-	return e.pickFleet(c, 0, newWork)
+	return e.pickFleet(c, g, newWork)
 }
 
 // pickRandom picks uniformly among the eligible replicas: the seed's model
@@ -131,7 +139,7 @@ func (e *engine) pickFleet(c, g int, newWork bool) int {
 	for retries := 0; ; retries++ {
 		i := balance.Pick(balance.Hash, &gw.view, in, skip)
 		if i < 0 && len(skip) == 0 {
-			i = balance.Pick(balance.Hash, &view{reps: e.reps, all: true}, in, nil)
+			i = balance.Pick(balance.Hash, &view{reps: e.reps, inFlight: gw.inFlight, all: true}, in, nil)
 		}
 		if i < 0 {
 			return -1 // balance.Exhausted(retries)
@@ -150,7 +158,7 @@ func (e *engine) pickFleet(c, g int, newWork bool) int {
 	}
 }
 
-// route returns where client c's request goes. With sessions in the
+// route returns where client c's request through gateway g goes. With sessions in the
 // replica (Local2025), mcpfleet follows the sealed session ID to the
 // replica that minted it, as the gateway's route does, whatever its health
 // says. A rebooting replica refuses the connection and a draining one
@@ -159,12 +167,12 @@ func (e *engine) pickFleet(c, g int, newWork bool) int {
 // 404 (pinnedLost) and the client re-initializes elsewhere. A resume (GET
 // of a running call's stream) is not new work: a draining replica serves
 // it. Everything else goes to pick.
-func (e *engine) route(c int, resume bool) (r int, pinnedLost bool) {
+func (e *engine) route(c, g int, resume bool) (r int, pinnedLost bool) {
 	cl := &e.clients[c]
 	if e.s.Protocol != Local2025 || e.s.Routing != Fleet || !cl.hasSession {
-		return e.pick(c, !resume), false
+		return e.pick(c, g, !resume), false
 	}
-	outcome, ok := e.attempt(0, int(cl.replica), !resume)
+	outcome, ok := e.attempt(g, int(cl.replica), !resume)
 	if ok {
 		return int(cl.replica), false
 	}
@@ -207,11 +215,14 @@ func (e *engine) dequeue(r int) int32 {
 	return -1
 }
 
-// addLive records execution x as accepted by its replica.
+// addLive records execution x as accepted by its replica, and in flight
+// for the gateway that sent it.
 func (e *engine) addLive(x int32) {
-	rep := &e.reps[e.execs[x].replica]
-	e.execs[x].livePos = int32(len(rep.live))
+	ex := &e.execs[x]
+	rep := &e.reps[ex.replica]
+	ex.livePos = int32(len(rep.live))
 	rep.live = append(rep.live, x)
+	e.gws[ex.gateway].inFlight[ex.replica]++
 }
 
 // dropLive removes execution x from its replica's accepted set.
@@ -222,4 +233,5 @@ func (e *engine) dropLive(x int32) {
 	rep.live[ex.livePos] = last
 	e.execs[last].livePos = ex.livePos
 	rep.live = rep.live[:len(rep.live)-1]
+	e.gws[ex.gateway].inFlight[ex.replica]--
 }

@@ -5,12 +5,13 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/health"
 )
 
-// gateway is one mcpfleet gateway replica's own state: what it has seen of
-// each replica's health, and its pick counter.
+// gateway is one gateway replica's own state: what it has seen of each
+// replica's health, what it has in flight there, and its pick counter.
 type gateway struct {
-	seen []health.Status // by replica, moved only by health.Next
-	seq  uint64
-	view view // the fleet as this gateway's balance.Pick sees it
+	seen     []health.Status // by replica, moved only by health.Next
+	inFlight []int32         // by replica: executions this gateway sent there, not finished
+	seq      uint64
+	view     view // the fleet as this gateway's balance.Pick sees it
 }
 
 // newGateways returns n gateways, each seeing every replica up.
@@ -18,7 +19,8 @@ func newGateways(n int, reps []replica) []gateway {
 	gws := make([]gateway, n)
 	for g := range gws {
 		gws[g].seen = make([]health.Status, len(reps))
-		gws[g].view = view{reps: reps, seen: gws[g].seen}
+		gws[g].inFlight = make([]int32, len(reps))
+		gws[g].view = view{reps: reps, seen: gws[g].seen, inFlight: gws[g].inFlight}
 	}
 	return gws
 }

@@ -92,9 +92,9 @@ func MissionByNumber(n int) (Mission, error) {
 // storm is the share of calls that saw a 404 above which the 404s are a storm.
 const storm = 0.005
 
-// Missions returns the six missions, calibrated (docs/SIM.md).
+// Missions returns the seven missions, calibrated (docs/SIM.md).
 func Missions() []Mission {
-	return []Mission{silentStreams(), notFoundStorm(), rollingDeploy(), doubleCharge(), hotClient(), everything()}
+	return []Mission{silentStreams(), notFoundStorm(), rollingDeploy(), doubleCharge(), hotClient(), everything(), runawayAgent()}
 }
 
 func silentStreams() Mission {
@@ -194,6 +194,38 @@ func everything() Mission {
 			return r.Failed == 0 && r.DuplicateMutations == 0 && r.P95 < 10
 		},
 		efficient: func(s *Scenario) bool { return s.Replicas <= 4 },
+	}
+}
+
+// The runaway agent's mission: its limit, and how far over it a fix may let
+// the agent through.
+const (
+	runawayLimit    = 2.0  // calls per second per caller
+	runawayOverrun  = 1.2  // the goal's bound, in multiples of runawayLimit
+	runawayAtLeast  = 20.0 // the agent's extra calls per second the goal keeps
+	runawayGateways = 2    // the fewest gateways for no single point of failure
+)
+
+func runawayAgent() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas = 7007, Rev2026, Fleet, 3
+	b.Runaway, b.RunawayRate = true, runawayAtLeast
+	b.Gateways, b.LimitStore = 3, LocalLimits
+	b.LimitRate, b.LimitBurst, b.LimitConcurrency = runawayLimit, 5, 12
+	ref := b
+	ref.LimitStore, ref.Gateways = SharedLimits, runawayGateways
+	return Mission{
+		Number: 7, Name: "The runaway agent",
+		Goal: fmt.Sprintf("with the runaway agent on (%g calls/s or more) and at least %d gateways: it gets at most %.1f calls/s through (%.1fx its %g/s limit), and no other client gets a 429",
+			runawayAtLeast, runawayGateways, runawayOverrun*runawayLimit, runawayOverrun, runawayLimit),
+		Efficient: fmt.Sprintf("limit store shared and at most %d gateways", runawayGateways),
+		Broken:    b, Reference: ref,
+		goal: func(r *Result) bool {
+			s := &r.Scenario
+			return s.Runaway && s.RunawayRate >= runawayAtLeast && s.Gateways >= runawayGateways &&
+				r.RunawayAdmittedRate <= runawayOverrun*runawayLimit && r.RefusedOthers == 0
+		},
+		efficient: func(s *Scenario) bool { return s.LimitStore == SharedLimits && s.Gateways <= runawayGateways },
 	}
 }
 

@@ -36,13 +36,13 @@ func TestMissionsAreCalibrated(t *testing.T) {
 }
 
 func TestMissionByNumber(t *testing.T) {
-	for n := 1; n <= 6; n++ {
+	for n := 1; n <= 7; n++ {
 		m, err := MissionByNumber(n)
 		if err != nil || m.Number != n {
 			t.Errorf("MissionByNumber(%d) = %d, %v", n, m.Number, err)
 		}
 	}
-	for _, n := range []int{0, 7} {
+	for _, n := range []int{0, 8} {
 		if _, err := MissionByNumber(n); err == nil {
 			t.Errorf("MissionByNumber(%d) did not fail", n)
 		}
@@ -59,5 +59,44 @@ func TestStarsNeedEfficiency(t *testing.T) {
 	}
 	if st.Stars != 2 || st.Efficient {
 		t.Errorf("mcpfleet routing for the 404 storm earns %d stars (efficient %v), want 2", st.Stars, st.Efficient)
+	}
+}
+
+func TestRunawayAgentMission(t *testing.T) {
+	m, err := MissionByNumber(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := MustRun(m.Broken)
+	if x := broken.RunawayAdmittedRate / m.Broken.LimitRate; x < 2.7 || x > 3.3 {
+		t.Errorf("three gateways with local limits let the agent through at %.2fx its limit, want about 3x", x)
+	}
+	if ref := MustRun(m.Reference); ref.RunawayAdmittedRate > 1.05*m.Reference.LimitRate {
+		t.Errorf("the shared store lets the agent through at %.3f/s, over its %g/s limit", ref.RunawayAdmittedRate, m.Reference.LimitRate)
+	}
+	tests := []struct {
+		name  string
+		set   func(*Scenario)
+		stars int
+	}{
+		{"one gateway is a single point of failure", func(s *Scenario) { s.Gateways = 1 }, 0},
+		{"one gateway with the shared store too", func(s *Scenario) { s.Gateways, s.LimitStore = 1, SharedLimits }, 0},
+		{"the agent turned off is no answer", func(s *Scenario) { s.Runaway = false }, 0},
+		{"a limit raised until it binds no more is no answer", func(s *Scenario) { s.LimitRate = 30 }, 0},
+		{"the shared store behind three gateways: one too many", func(s *Scenario) { s.LimitStore = SharedLimits }, 2},
+		{"the limit divided by the gateways holds, locally", func(s *Scenario) { s.LimitRate = runawayLimit / 3 }, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := m.Broken
+			tt.set(&s)
+			st, err := m.Evaluate(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Stars != tt.stars {
+				t.Errorf("%d stars (%+v), want %d", st.Stars, st, tt.stars)
+			}
+		})
 	}
 }

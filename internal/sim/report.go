@@ -33,6 +33,15 @@ func (s *Scenario) Describe() string {
 	if s.HotClient {
 		parts = append(parts, fmt.Sprintf("hot client x%g", s.HotFactor))
 	}
+	if s.Runaway {
+		parts = append(parts, fmt.Sprintf("runaway agent +%g/s", s.RunawayRate))
+	}
+	if s.Gateways > 1 {
+		parts = append(parts, fmt.Sprintf("%d gateways", s.Gateways))
+	}
+	if l := s.describeLimits(); l != "" {
+		parts = append(parts, l)
+	}
 	if s.Deploy {
 		parts = append(parts, "deploy, drain "+secs(s.DrainWindow, "0 s"))
 	}
@@ -40,6 +49,22 @@ func (s *Scenario) Describe() string {
 		parts = append(parts, "idempotency")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// describeLimits is the limits in a few words, "" when off.
+func (s *Scenario) describeLimits() string {
+	var ls []string
+	if s.LimitRate > 0 {
+		c := limitCheck(s)
+		ls = append(ls, fmt.Sprintf("%g/s burst %g", c.Rate, c.Burst))
+	}
+	if s.LimitConcurrency > 0 {
+		ls = append(ls, fmt.Sprintf("%d in flight", s.LimitConcurrency))
+	}
+	if len(ls) == 0 {
+		return ""
+	}
+	return "limits " + strings.Join(ls, ", ") + " per caller (" + s.LimitStore + ")"
 }
 
 func secs(v float64, zero string) string {
@@ -78,6 +103,10 @@ var rows = []row{
 	{"re-initializations", itoa(func(r *Result) int { return r.Reinitializations })},
 	{"re-issues", itoa(func(r *Result) int { return r.Reissues })},
 	{"503s (no replica)", itoa(func(r *Result) int { return r.Unroutable })},
+	{"429s (limits)", itoa(func(r *Result) int { return r.Refused })},
+	{"429s to other clients", itoa(func(r *Result) int { return r.RefusedOthers })},
+	{"runaway agent admitted", itoa(func(r *Result) int { return r.RunawayAdmitted })},
+	{"runaway admitted per s", fixed(func(r *Result) float64 { return r.RunawayAdmittedRate }, 3)},
 	{"latency p50 (s)", fixed(func(r *Result) float64 { return r.P50 }, 3)},
 	{"latency p95 (s)", fixed(func(r *Result) float64 { return r.P95 }, 3)},
 	{"latency p99 (s)", fixed(func(r *Result) float64 { return r.P99 }, 3)},

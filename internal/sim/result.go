@@ -47,6 +47,18 @@ type Result struct {
 	// replica refused unrun (the gateway moves them on, or answers 404 for a
 	// sealed session).
 	Undelivered int `json:"undelivered"`
+	// Refused counts calls the gateways' limits refused (429).
+	Refused int `json:"refused"`
+	// RefusedOthers counts the 429s of every client but the runaway agent.
+	RefusedOthers int `json:"refused_others"`
+	// RunawayClient is the runaway agent's client, -1 without the injection.
+	RunawayClient int `json:"runaway_client"`
+	// RunawayAdmitted counts the runaway agent's calls that the limits let
+	// through (every admission, re-sends included).
+	RunawayAdmitted int `json:"runaway_admitted"`
+	// RunawayAdmittedRate is the runaway agent's admissions per second
+	// within the traffic window.
+	RunawayAdmittedRate float64 `json:"runaway_admitted_rate"`
 	// P50, P95 and P99 are latency percentiles of completed logical calls,
 	// from first send to final answer (nearest rank).
 	P50 float64 `json:"latency_p50_s"`
@@ -98,13 +110,15 @@ type Timeline struct {
 	DuplicateMutations []int32 `json:"duplicate_mutations"`
 	// Killed counts executions killed by reboots.
 	Killed []int32 `json:"killed"`
+	// Refused counts 429s.
+	Refused []int32 `json:"refused"`
 }
 
 // timeline gathers the Timeline as the clock advances.
 type timeline struct {
-	next                                   time.Duration // the next second to sample
-	inFlight, queue                        [][]int32
-	cuts, notFound, failures, dups, killed []int32
+	next                                            time.Duration // the next second to sample
+	inFlight, queue                                 [][]int32
+	cuts, notFound, failures, dups, killed, refused []int32
 }
 
 func (t *timeline) init(replicas, secondsHint int) {
@@ -145,7 +159,7 @@ func (t *timeline) finish() Timeline {
 	return Timeline{
 		InFlight: t.inFlight, Queue: t.queue,
 		Cuts: fit(t.cuts), NotFound: fit(t.notFound), Failures: fit(t.failures),
-		DuplicateMutations: fit(t.dups), Killed: fit(t.killed),
+		DuplicateMutations: fit(t.dups), Killed: fit(t.killed), Refused: fit(t.refused),
 	}
 }
 
@@ -179,6 +193,8 @@ func (e *engine) finish() *Result {
 		})
 	}
 	res.Utilization = round(area/(window*float64(len(e.reps))), 1e4)
+	res.RunawayClient = e.lim.runaway
+	res.RunawayAdmittedRate = round(float64(e.lim.admittedInWindow)/e.s.TrafficSeconds, 1e3)
 	res.EndSeconds = round(end.Seconds(), 1e3)
 	res.ReplicaSeconds = round(float64(len(e.reps))*end.Seconds(), 1e3)
 	res.Timeline = e.tl.finish()

@@ -1,9 +1,10 @@
 // Package sim is the fleet lab's engine: a deterministic discrete-event
 // simulator of MCP server replicas behind a load balancer
 // (shared/LAB-MODEL.md). It drives the gateway's own decision code on a
-// virtual clock: routing (packages balance and ring) and each replica's
-// health as the gateway sees it (package health); no I/O, no wall clock, no
-// goroutines in the core loop. Traffic is drawn first, from its own random
+// virtual clock: routing (packages balance and ring), each replica's health
+// as a gateway sees it (package health) and admission (package limit's
+// Table), for one or several gateways in front of the fleet; no I/O, no
+// wall clock, no goroutines in the core loop. Traffic is drawn first, from its own random
 // stream, so the same seed gives the same calls whatever the fleet's
 // settings, and differences between two runs come from the change.
 package sim
@@ -42,8 +43,21 @@ const (
 // MaxReplicas is the largest fleet the lab models.
 const MaxReplicas = 12
 
+// MaxGateways is the most gateway replicas the lab puts in front of the fleet.
+const MaxGateways = 12
+
+// The limit stores (Scenario.LimitStore).
+const (
+	// LocalLimits gives each gateway its own limit.Table: a caller's budget
+	// is per gateway, as with the gateway's in-memory store.
+	LocalLimits = "local"
+	// SharedLimits gives every gateway one limit.Table, as the Redis or
+	// Valkey store does: one budget per caller, whatever the gateway.
+	SharedLimits = "shared"
+)
+
 // Scenario is every parameter of the model. Times are in seconds. The
-// workload fields (Seed to HotFactor) decide the traffic; the fleet fields
+// workload fields (Seed to RunawayRate) decide the traffic; the fleet fields
 // (Protocol onwards) decide what the fleet does with it and never change
 // the traffic drawn. Default returns the model's defaults; a zero Scenario
 // is not valid.
@@ -88,6 +102,11 @@ type Scenario struct {
 	HotClient bool `json:"hot_client"`
 	// HotFactor is the hot client's extra rate as a multiple of a client's.
 	HotFactor float64 `json:"hot_factor"`
+	// Runaway injects a runaway agent: one client that adds RunawayRate
+	// calls per second, drawn from a stream of its own.
+	Runaway bool `json:"runaway"`
+	// RunawayRate is the runaway agent's extra calls per second.
+	RunawayRate float64 `json:"runaway_rate"`
 
 	// Protocol is Local2025, Shared2025 or Rev2026.
 	Protocol string `json:"protocol"`
@@ -123,6 +142,21 @@ type Scenario struct {
 	// HashMinLoad is mcpfleet's floor under the bound
 	// (balance.Input.MinLoad); the default is balance.DefaultMinLoad.
 	HashMinLoad int `json:"mcpfleet_min_load"`
+	// Gateways is the number of gateway (balancer) replicas in front of the
+	// fleet, 1 to MaxGateways; each request goes to one at random. Each
+	// has its own health view, in-flight counts and, with LocalLimits,
+	// limits.
+	Gateways int `json:"gateways"`
+	// LimitStore is LocalLimits or SharedLimits.
+	LimitStore string `json:"limit_store"`
+	// LimitRate is each caller's calls per second (token bucket refill);
+	// zero means no rate limit.
+	LimitRate float64 `json:"limit_rate"`
+	// LimitBurst is each caller's bucket size; zero means the rate rounded
+	// up, at least 1, as the gateway's limiter does.
+	LimitBurst int `json:"limit_burst"`
+	// LimitConcurrency is each caller's calls in flight; zero means no limit.
+	LimitConcurrency int `json:"limit_concurrency"`
 }
 
 // Default returns the model's defaults (LAB-MODEL.md): 24 clients, 3 calls
@@ -147,6 +181,7 @@ func Default() Scenario {
 		ProgressMin:    45,
 		ProgressMax:    90,
 		HotFactor:      10,
+		RunawayRate:    20,
 		Protocol:       Local2025,
 		Routing:        Affinity,
 		Replicas:       3,
@@ -159,6 +194,8 @@ func Default() Scenario {
 		RoundTrip:      0.05,
 		HashEpsilon:    balance.DefaultEpsilon,
 		HashMinLoad:    balance.DefaultMinLoad,
+		Gateways:       1,
+		LimitStore:     LocalLimits,
 	}
 }
 
@@ -170,7 +207,7 @@ func (s *Scenario) Validate() error {
 	if err := s.validateRanges(); err != nil {
 		return err
 	}
-	if calls := s.ArrivalRate * s.TrafficSeconds * (1 + s.hotShare()); calls > 20_000_000 {
+	if calls := s.TotalRate() * s.TrafficSeconds; calls > 20_000_000 {
 		return fmt.Errorf("scenario: traffic_s %g at arrival_rate %g is about %.0f calls, over the limit of 20 million", s.TrafficSeconds, s.ArrivalRate, calls)
 	}
 	return nil
@@ -188,6 +225,11 @@ func (s *Scenario) validateModes() error {
 	default:
 		return fmt.Errorf("scenario: routing %q: want %s, %s or %s", s.Routing, RoundRobin, Affinity, Fleet)
 	}
+	switch s.LimitStore {
+	case LocalLimits, SharedLimits:
+	default:
+		return fmt.Errorf("scenario: limit_store %q: want %s or %s", s.LimitStore, LocalLimits, SharedLimits)
+	}
 	return nil
 }
 
@@ -202,6 +244,9 @@ func (s *Scenario) validateRanges() error {
 		{"slots", s.Slots, 1, 10_000},
 		{"max_reissues", s.MaxReissues, 0, 100},
 		{"mcpfleet_min_load", s.HashMinLoad, 0, 1_000_000},
+		{"gateways", s.Gateways, 1, MaxGateways},
+		{"limit_burst", s.LimitBurst, 0, 1_000_000},
+		{"limit_concurrency", s.LimitConcurrency, 0, 1_000_000},
 	}
 	for _, f := range ints {
 		if f.v < f.lo || f.v > f.hi {
@@ -226,6 +271,7 @@ func (s *Scenario) validateRanges() error {
 		{"progress_min_s", s.ProgressMin, 0, 1e6},
 		{"progress_max_s", s.ProgressMax, s.ProgressMin, 1e6},
 		{"hot_factor", s.HotFactor, 0, 100_000},
+		{"runaway_rate", s.RunawayRate, 0, 100_000},
 		{"idle_timeout_s", s.IdleTimeout, 0, 1e6},
 		{"keep_alive_s", s.KeepAlive, 0, 1e6},
 		{"deploy_at_s", s.DeployAt, 0, 1e8},
@@ -233,6 +279,7 @@ func (s *Scenario) validateRanges() error {
 		{"reboot_s", s.RebootSeconds, 0, 1e6},
 		{"round_trip_s", s.RoundTrip, 0, 60},
 		{"mcpfleet_epsilon", s.HashEpsilon, 0, 100},
+		{"limit_rate", s.LimitRate, 0, 100_000},
 	}
 	for _, f := range floats {
 		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi {
@@ -248,6 +295,16 @@ func (s *Scenario) hotShare() float64 {
 		return 0
 	}
 	return s.HotFactor / float64(s.Clients)
+}
+
+// TotalRate is the calls per second of the traffic, every injection
+// included.
+func (s *Scenario) TotalRate() float64 {
+	rate := s.ArrivalRate * (1 + s.hotShare())
+	if s.Runaway {
+		rate += s.RunawayRate
+	}
+	return rate
 }
 
 // idleCuts reports whether a stream can be cut at all: there is an idle

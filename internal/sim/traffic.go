@@ -14,6 +14,8 @@ const (
 	streamTraffic = 0x7472_6166_6669_6301 // "traffic"
 	streamHot     = 0x686f_7463_6c69_6e74 // "hotclint"
 	streamFleet   = 0x666c_6565_7473_6574 // "fleetset"
+	streamRunaway = 0x7275_6e61_7761_7921 // "runaway!"
+	streamGateway = 0x6761_7465_7761_7973 // "gateways"
 )
 
 // Call is one logical tool call of the drawn traffic. Times are offsets on
@@ -34,6 +36,8 @@ type Call struct {
 	Slow bool
 	// Hot reports a call of the hot client's extra rate.
 	Hot bool
+	// Runaway reports a call of the runaway agent's extra rate.
+	Runaway bool
 }
 
 // Mutates reports whether the call mutates state.
@@ -42,11 +46,11 @@ func (c *Call) Mutates() bool { return c.MutateAt >= 0 }
 // Traffic draws the calls of s in the order they are sent. It depends only
 // on the workload fields of s: every call draws the same numbers from the
 // traffic stream whatever the injections, so turning slow tools on changes
-// only the slow calls' durations, and the hot client's extra calls come from
-// a stream of their own.
+// only the slow calls' durations, and the hot client's and the runaway
+// agent's extra calls come from streams of their own.
 func Traffic(s *Scenario) []Call {
 	end := seconds(s.TrafficSeconds)
-	calls := make([]Call, 0, int(s.ArrivalRate*s.TrafficSeconds*(1+s.hotShare())*1.05)+16)
+	calls := make([]Call, 0, int(s.TotalRate()*s.TrafficSeconds*1.05)+16)
 	rng := rand.New(rand.NewPCG(s.Seed, streamTraffic))
 	t := 0.0
 	for {
@@ -58,11 +62,44 @@ func Traffic(s *Scenario) []Call {
 		c.Client = rng.IntN(s.Clients)
 		calls = append(calls, c)
 	}
+	extra := false
 	if s.HotClient && s.HotFactor > 0 {
-		calls = appendHot(s, calls, end)
+		calls, extra = appendHot(s, calls, end), true
+	}
+	if s.Runaway && s.RunawayRate > 0 {
+		calls, extra = appendRunaway(s, calls, end), true
+	}
+	if extra {
 		slices.SortStableFunc(calls, func(a, b Call) int { return cmp.Compare(a.At, b.At) })
 	}
 	return calls
+}
+
+// RunawayClient returns the runaway agent's client, or -1 without the
+// injection. It is the first number of the runaway stream, drawn uniformly
+// from the clients like the hot client (the two may be the same client).
+func RunawayClient(s *Scenario) int {
+	if !s.Runaway || s.RunawayRate <= 0 {
+		return -1
+	}
+	return rand.New(rand.NewPCG(s.Seed, streamRunaway)).IntN(s.Clients)
+}
+
+// appendRunaway appends the runaway agent's extra calls, a Poisson stream
+// of RunawayRate per second drawn from their own stream after its client.
+func appendRunaway(s *Scenario, calls []Call, end time.Duration) []Call {
+	rng := rand.New(rand.NewPCG(s.Seed, streamRunaway))
+	agent := rng.IntN(s.Clients)
+	t := 0.0
+	for {
+		t += rng.ExpFloat64() / s.RunawayRate
+		if seconds(t) >= end {
+			return calls
+		}
+		c := drawCall(s, rng, seconds(t))
+		c.Client, c.Runaway = agent, true
+		calls = append(calls, c)
+	}
 }
 
 // appendHot appends the hot client's extra calls, drawn from their own stream.

@@ -43,6 +43,7 @@ func changed(t *testing.T, s Scenario, name string) Scenario {
 		next := map[string]string{
 			Local2025: Rev2026, Shared2025: Local2025, Rev2026: Shared2025,
 			RoundRobin: Fleet, Affinity: RoundRobin, Fleet: Affinity,
+			LocalLimits: SharedLimits, SharedLimits: LocalLimits,
 		}
 		v.SetString(next[v.String()])
 	default:
@@ -177,5 +178,38 @@ func TestScenarioJSONRoundTrip(t *testing.T) {
 	}
 	if a, b := encode(t, MustRun(s)), encode(t, MustRun(got)); string(a) != string(b) {
 		t.Fatal("a scenario read back from JSON runs differently")
+	}
+}
+
+func TestRunawayKeepsTheBaseTraffic(t *testing.T) {
+	base := Default()
+	base.HotClient = true
+	plain := Traffic(&base)
+	s := base
+	s.Runaway = true
+	agent := RunawayClient(&s)
+	if agent < 0 || agent >= s.Clients {
+		t.Fatalf("runaway client %d", agent)
+	}
+	var rest []Call
+	extra := 0
+	for _, c := range Traffic(&s) {
+		if !c.Runaway {
+			rest = append(rest, c)
+			continue
+		}
+		extra++
+		if c.Client != agent {
+			t.Fatalf("a runaway call from client %d, the agent is %d", c.Client, agent)
+		}
+	}
+	if diff := cmp.Diff(plain, rest); diff != "" {
+		t.Errorf("the runaway agent changed the other calls:\n%.2000s", diff)
+	}
+	if want := s.RunawayRate * s.TrafficSeconds; float64(extra) < 0.95*want || float64(extra) > 1.05*want {
+		t.Errorf("%d runaway calls, want about %.0f", extra, want)
+	}
+	if off := Default(); RunawayClient(&off) != -1 {
+		t.Error("a runaway client without the injection")
 	}
 }
