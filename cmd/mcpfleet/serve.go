@@ -102,6 +102,7 @@ type runningGateway struct {
 	addr   net.Addr // the MCP listener's address
 	admin  net.Addr // nil when off
 	gw     *gateway.Gateway
+	stores *stores // closed after the gateway
 	srv    *h1.Server
 	adm    *http.Server
 	served chan error
@@ -136,16 +137,22 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 	if err != nil {
 		return nil, usageError{err}
 	}
+	st, err := buildStores(cfg, opts, log)
+	if err != nil {
+		return nil, err
+	}
 	gw, err := gateway.New(fleet, log, opts)
 	if err != nil {
+		st.close()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		gw.Close()
+		st.close()
 		return nil, fmt.Errorf("listening: %w", err)
 	}
-	rg := &runningGateway{addr: ln.Addr(), gw: gw, served: make(chan error, 2), log: log}
+	rg := &runningGateway{addr: ln.Addr(), gw: gw, stores: st, served: make(chan error, 2), log: log}
 	rg.srv = &h1.Server{
 		Handler:           gw,
 		ReadHeaderTimeout: time.Duration(cfg.ReadHeaderTimeout),
@@ -159,6 +166,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		if err != nil {
 			rg.srv.Close()
 			gw.Close()
+			st.close()
 			return nil, fmt.Errorf("listening on admin address: %w", err)
 		}
 		reg := gw.Metrics().Registry()
@@ -178,6 +186,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 	if err := rg.startBackground(cfg, configPath, fleet); err != nil {
 		rg.srv.Close()
 		gw.Close()
+		st.close()
 		return nil, err
 	}
 	log.Info("gateway listening", "addr", rg.addr.String(), "admin", cfg.Admin,
@@ -215,5 +224,6 @@ func (rg *runningGateway) shutdown(grace time.Duration) error {
 	}
 	rg.bg.stop()
 	rg.gw.Close()
+	rg.stores.close()
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -81,8 +82,14 @@ type Config struct {
 	// Idempotency is where idempotency records live: memory, redis or off.
 	Idempotency string `yaml:"idempotency"`
 	// RedisURL is the Redis or Valkey server (redis:// or rediss://) for
-	// idempotency: redis.
+	// every store set to redis (idempotency, limits.store, task_store).
 	RedisURL string `yaml:"redis_url"`
+	// Limits admits governed calls: rate and concurrency per caller, caps
+	// per tool.
+	Limits Limits `yaml:"limits"`
+	// TaskStore is where the task -> replica registry lives: memory or
+	// redis.
+	TaskStore string `yaml:"task_store"`
 	// IdempotencyLease bounds how long a running call holds its record.
 	IdempotencyLease Duration `yaml:"idempotency_lease"`
 	// IdempotencyTTL is how long a recorded answer is kept.
@@ -109,6 +116,30 @@ type HealthCheck struct {
 	Rise     int      `yaml:"rise"` // consecutive successes that bring it back
 	Path     string   `yaml:"path"`
 	Host     string   `yaml:"host"` // Host header; "" means each replica URL's host
+}
+
+// Limits configures the admission step (docs/GATEWAY.md, "Limits").
+type Limits struct {
+	// Store is memory (each gateway process its own limits) or redis (one
+	// set of limits for every gateway sharing redis_url).
+	Store string `yaml:"store"`
+	// Rate is each caller's calls per second; 0 means no rate limit.
+	Rate float64 `yaml:"rate"`
+	// Burst is each caller's bucket size; 0 means the rate rounded up.
+	Burst int `yaml:"burst"`
+	// Concurrency is each caller's calls in flight; 0 means no limit.
+	Concurrency int `yaml:"concurrency"`
+	// Tools caps the calls of each named tool in flight, fleet-wide.
+	Tools map[string]int `yaml:"tools"`
+	// Methods are the JSON-RPC methods governed.
+	Methods []string `yaml:"methods"`
+	// OnStoreError is open (let calls through) or closed (refuse them,
+	// 503) while the store does not answer.
+	OnStoreError string `yaml:"on_store_error"`
+	// LeaseTTL is how long a dead gateway's leases outlive it.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// MaxCallers bounds the memory store.
+	MaxCallers int `yaml:"max_callers"`
 }
 
 // Upstream is one replica.
@@ -143,7 +174,10 @@ func Default() Config {
 		Discovery:         Discovery{Scheme: "http", Path: "/mcp", Interval: Duration(10 * time.Second)},
 		HealthCheck: HealthCheck{Interval: Duration(2 * time.Second), Timeout: Duration(time.Second),
 			Fall: 2, Rise: 2, Path: "/health"},
-		Idempotency:      "memory",
+		Idempotency: "memory",
+		TaskStore:   "memory",
+		Limits: Limits{Store: "memory", Methods: []string{"tools/call"}, OnStoreError: "open",
+			LeaseTTL: Duration(30 * time.Second), MaxCallers: 100_000},
 		IdempotencyLease: Duration(15 * time.Minute),
 		IdempotencyTTL:   Duration(24 * time.Hour),
 	}
@@ -248,12 +282,26 @@ func (c *Config) Validate() error {
 	if d := time.Duration(c.DrainDelay); d < 0 || d > 5*time.Minute {
 		bad("drain_delay", "must be between 0s and 5m, got %s", d)
 	}
-	switch {
-	case c.Idempotency != "memory" && c.Idempotency != "redis" && c.Idempotency != "off":
+	if c.Idempotency != "memory" && c.Idempotency != "redis" && c.Idempotency != "off" {
 		bad("idempotency", "must be memory, redis or off, got %q", c.Idempotency)
-	case c.Idempotency == "redis" && c.RedisURL == "":
-		bad("redis_url", "required when idempotency is redis")
-	case c.RedisURL != "" && !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://"):
+	}
+	if c.TaskStore != "memory" && c.TaskStore != "redis" {
+		bad("task_store", "must be memory or redis, got %q", c.TaskStore)
+	}
+	c.validateLimits(bad)
+	if c.Limits.Store == "redis" && c.SecretFile == "" {
+		// Callers are named by an HMAC under the routing salt: gateways
+		// with salts of their own would each count a caller apart.
+		bad("limits.store", "redis needs secret_file, so that every gateway names a caller alike (mcpfleet secret makes one)")
+	}
+	switch {
+	case c.RedisURL == "":
+		for key, v := range map[string]string{"idempotency": c.Idempotency, "limits.store": c.Limits.Store, "task_store": c.TaskStore} {
+			if v == "redis" {
+				bad("redis_url", "required when %s is redis", key)
+			}
+		}
+	case !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://"):
 		bad("redis_url", "want a redis:// or rediss:// URL")
 	}
 	if c.IdempotencyLease <= 0 || c.IdempotencyTTL <= 0 {
@@ -364,5 +412,46 @@ func (c *Config) validateHealthCheck(bad func(string, string, ...any)) {
 	}
 	if !strings.HasPrefix(h.Path, "/") {
 		bad("health_check.path", "must start with /, got %q", h.Path)
+	}
+}
+
+func (c *Config) validateLimits(bad func(string, string, ...any)) {
+	l := c.Limits
+	if l.Store != "memory" && l.Store != "redis" {
+		bad("limits.store", "must be memory or redis, got %q", l.Store)
+	}
+	if l.OnStoreError != "open" && l.OnStoreError != "closed" {
+		bad("limits.on_store_error", "must be open or closed, got %q", l.OnStoreError)
+	}
+	if math.IsNaN(l.Rate) || l.Rate < 0 || l.Rate > 1e6 {
+		bad("limits.rate", "must be between 0 and 1000000 calls per second, got %v", l.Rate)
+	}
+	if l.Burst < 0 || l.Burst > 1e6 {
+		bad("limits.burst", "must be between 0 and 1000000, got %d", l.Burst)
+	}
+	if l.Burst > 0 && l.Rate == 0 {
+		bad("limits.burst", "has no effect without limits.rate")
+	}
+	if l.Concurrency < 0 {
+		bad("limits.concurrency", "must not be negative, got %d", l.Concurrency)
+	}
+	for tool, n := range l.Tools {
+		if tool == "" || n < 1 {
+			bad("limits.tools", "each tool needs a name and a cap of at least 1, got %q: %d", tool, n)
+		}
+	}
+	if len(l.Methods) == 0 {
+		bad("limits.methods", "name at least one method (tools/call is the default)")
+	}
+	for _, m := range l.Methods {
+		if m == "" || strings.HasPrefix(m, "notifications/") || m == "initialize" {
+			bad("limits.methods", "%q cannot be governed: requests only, and not initialize", m)
+		}
+	}
+	if d := time.Duration(l.LeaseTTL); d < time.Second || d > time.Hour {
+		bad("limits.lease_ttl", "must be between 1s and 1h, got %s", d)
+	}
+	if l.MaxCallers < 1 {
+		bad("limits.max_callers", "must be at least 1, got %d", l.MaxCallers)
 	}
 }

@@ -71,6 +71,19 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"health fall zero", base + "health_check: {fall: 0}\n", "health_check.fall"},
 		{"redis without url", base + "idempotency: redis\n", "redis_url"},
 		{"bad redis url", base + "idempotency: redis\nredis_url: http://x\n", "redis_url"},
+		{"limits redis without url", base + "limits: {store: redis, rate: 5}\nsecret_file: s.yaml\n", "redis_url"},
+		{"limits redis without a shared salt", base + "redis_url: redis://127.0.0.1:6379\nlimits: {store: redis, rate: 5}\n", "limits.store"},
+		{"task store redis without url", base + "task_store: redis\n", "redis_url"},
+		{"task store unknown", base + "task_store: disk\n", "task_store"},
+		{"limits store unknown", base + "limits: {store: etcd}\n", "limits.store"},
+		{"limits negative rate", base + "limits: {rate: -1}\n", "limits.rate"},
+		{"limits burst without rate", base + "limits: {burst: 3}\n", "limits.burst"},
+		{"limits negative concurrency", base + "limits: {concurrency: -2}\n", "limits.concurrency"},
+		{"limits tool cap zero", base + "limits: {tools: {work: 0}}\n", "limits.tools"},
+		{"limits on_store_error", base + "limits: {on_store_error: maybe}\n", "limits.on_store_error"},
+		{"limits lease ttl short", base + "limits: {lease_ttl: 10ms}\n", "limits.lease_ttl"},
+		{"limits govern a notification", base + "limits: {methods: [notifications/cancelled]}\n", "limits.methods"},
+		{"limits unknown key", base + "limits: {rps: 5}\n", "rps"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,5 +113,44 @@ func TestLoad(t *testing.T) {
 func TestExampleConfigIsValid(t *testing.T) {
 	if _, err := Load("../../docs/mcpfleet.example.yaml"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLimitsKeys(t *testing.T) {
+	c, err := Parse([]byte(`upstreams: [{url: "http://127.0.0.1:9001/mcp"}]
+redis_url: redis://127.0.0.1:6379/0
+secret_file: secret.yaml
+task_store: redis
+limits:
+  store: redis
+  rate: 5
+  burst: 5
+  concurrency: 2
+  tools: {work: 3}
+  methods: [tools/call, resources/read]
+  on_store_error: closed
+  lease_ttl: 3s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.LimitOptions(nil)
+	if o == nil || o.Rate != 5 || o.Burst != 5 || o.Concurrency != 2 || o.Tools["work"] != 3 || !o.FailClosed ||
+		o.LeaseTTL != 3*time.Second || len(o.Methods) != 2 || o.Methods[1] != "resources/read" {
+		t.Fatalf("limit options = %+v", o)
+	}
+	if c.Limits.Store != "redis" || c.TaskStore != "redis" {
+		t.Fatalf("stores = %q, %q", c.Limits.Store, c.TaskStore)
+	}
+	d := Default()
+	d.Upstreams = []Upstream{{URL: "http://127.0.0.1:9001/mcp"}}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if d.LimitOptions(nil) != nil {
+		t.Fatal("no limit configured, yet limit options")
+	}
+	if d.Limits.OnStoreError != "open" || d.Limits.LeaseTTL != Duration(30*time.Second) || d.Limits.Methods[0] != "tools/call" {
+		t.Fatalf("limit defaults = %+v", d.Limits)
 	}
 }

@@ -7,28 +7,19 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
-	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/identity"
+	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/session"
-	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
 // GatewayOptions turns a validated configuration into the gateway's options,
 // reading the secret file if one is named. Without one the gateway makes
-// random keys.
+// random keys. The stores (idempotency, limits, tasks) are the caller's to
+// build: this package builds nothing it configures.
 func (c *Config) GatewayOptions() (*gateway.Options, error) {
 	o := c.gatewayOptions()
-	switch c.Idempotency {
-	case "off":
-		o.NoIdempotency = true
-	case "redis":
-		client, err := store.NewRedisClient(c.RedisURL)
-		if err != nil {
-			return nil, fmt.Errorf("redis_url: %w", err)
-		}
-		o.Idempotency = idem.NewRedis(client, "mcpfleet:idem:", nil)
-	}
+	o.NoIdempotency = c.Idempotency == "off"
 	if len(c.TrustedProxies) > 0 {
 		p, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader)
 		if err != nil {
@@ -126,5 +117,19 @@ func (c *Config) DiscoverOptions(log *slog.Logger) *upstream.DiscoverOptions {
 	return &upstream.DiscoverOptions{
 		Name: d.DNSName, Port: d.Port, Scheme: d.Scheme, Path: d.Path,
 		Interval: time.Duration(d.Interval), Logger: log,
+	}
+}
+
+// LimitOptions returns the admission step's options, or nil when no limit
+// is configured.
+func (c *Config) LimitOptions(log *slog.Logger) *limit.Options {
+	l := c.Limits
+	if l.Rate == 0 && l.Concurrency == 0 && len(l.Tools) == 0 {
+		return nil
+	}
+	return &limit.Options{
+		Rate: l.Rate, Burst: l.Burst, Concurrency: l.Concurrency, Tools: l.Tools,
+		Methods: l.Methods, LeaseTTL: time.Duration(l.LeaseTTL),
+		FailClosed: l.OnStoreError == "closed", Log: log,
 	}
 }

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
+	"github.com/mcpfleet/mcpfleet/internal/testserver"
+)
+
+// limitsFleet is three in-process testserver replicas, counted, and the
+// upstreams lines of a config naming them.
+func limitsFleet(t *testing.T) (*testserver.Gauge, string) {
+	t.Helper()
+	calls := &testserver.Gauge{}
+	var b strings.Builder
+	b.WriteString("upstreams:\n")
+	for _, name := range []string{"a", "b", "c"} {
+		s, err := testserver.New(name, &testserver.Options{Calls: calls})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(s.Handler())
+		t.Cleanup(hs.Close)
+		fmt.Fprintf(&b, "  - {name: %s, url: '%s/mcp'}\n", name, hs.URL)
+	}
+	return calls, b.String()
+}
+
+// startGateways starts n gateway processes on one config (plus a listen
+// line each) and returns their addresses and commands.
+func startGateways(t *testing.T, n int, cfg string) ([]string, []*exec.Cmd) {
+	t.Helper()
+	dir := t.TempDir()
+	var addrs []string
+	var cmds []*exec.Cmd
+	for i := range n {
+		addr := testproc.FreeAddr(t)
+		p := filepath.Join(dir, fmt.Sprintf("gw%d.yaml", i))
+		if err := os.WriteFile(p, []byte("listen: "+addr+"\n"+cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "serve", "--config", p)
+		cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")
+		if testing.Verbose() {
+			cmd.Stderr = os.Stderr
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+		addrs, cmds = append(addrs, addr), append(cmds, cmd)
+	}
+	for _, a := range addrs {
+		testproc.WaitReady(t, "http://"+a+"/readyz")
+	}
+	return addrs, cmds
+}
+
+// callAnswer is a tools/call's answer as these tests read it.
+type callAnswer struct {
+	status     int
+	retryAfter string
+	code       int
+	retryMs    int64
+	body       string
+}
+
+// postCall sends a 2026-07-28 tools/call of sleep as token.
+func postCall(t *testing.T, gw, token string, seconds float64) callAnswer {
+	t.Helper()
+	a, err := tryCall(gw, token, seconds)
+	if err != nil {
+		t.Errorf("posting a call: %v", err)
+	}
+	return a
+}
+
+// tryCall is postCall for a call whose gateway may die under it.
+func tryCall(gw, token string, seconds float64) (callAnswer, error) {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"seconds":%g},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, seconds)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sleep", "Authorization": "Bearer " + token} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return callAnswer{}, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	a := callAnswer{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: string(b)}
+	var v struct {
+		Error struct {
+			Code int `json:"code"`
+			Data struct {
+				RetryAfterMs int64 `json:"retryAfterMs"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &v) == nil {
+		a.code, a.retryMs = v.Error.Code, v.Error.Data.RetryAfterMs
+	}
+	return a, nil
+}
+
+// runLoops runs 16 loops of 0.2 s calls by one caller over the gateways in
+// turn for d, waiting out every refusal as it says; it returns the calls
+// admitted and checks every refusal's shape.
+func runLoops(t *testing.T, gws []string, d time.Duration) int64 {
+	var admitted atomic.Int64
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		gw := gws[i%len(gws)]
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				a := postCall(t, gw, "runaway-agent", 0.2)
+				switch {
+				case a.status == 200 && !strings.Contains(a.body, `"isError":true`):
+					admitted.Add(1)
+				case a.status == 429 && a.code == -32023 && a.retryMs > 0 && a.retryAfter != "":
+					time.Sleep(time.Duration(a.retryMs) * time.Millisecond)
+				default:
+					t.Errorf("answer %d %q: want 200 or SEP-3304's 429", a.status, a.body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return admitted.Load()
+}
+
+// TestLimitsAcrossGatewayProcesses: one caller, 16 loops over three gateway
+// processes, rate 5/s, burst 5, concurrency 2, 10 s of 0.2 s calls. Sharing
+// a real redis-server, the fleet admits what one gateway would (5 + 5 x 10);
+// each with its own memory store, about three times that.
+func TestLimitsAcrossGatewayProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and runs load for 20 s")
+	}
+	limits := "limits: {rate: 5, burst: 5, concurrency: 2, store: %s}\n"
+	const d = 10 * time.Second
+
+	calls, ups := limitsFleet(t)
+	shared := "secret_file: " + writeSecret(t) + "\n" // one routing salt: one name per caller
+	gws, _ := startGateways(t, 3, ups+shared+"redis_url: redis://"+redistest.Start(t)+"/0\n"+fmt.Sprintf(limits, "redis"))
+	admitted := runLoops(t, gws, d)
+	t.Logf("shared store: %d admitted in %v, at most %d running at once at the replicas", admitted, d, calls.Peak("sleep"))
+	if admitted < 42 || admitted > 60 {
+		t.Errorf("shared store admitted %d, want 42 to 60", admitted)
+	}
+	if p := calls.Peak("sleep"); p > 2 {
+		t.Errorf("shared store: %d of the caller's calls ran at once, want at most 2", p)
+	}
+
+	calls, ups = limitsFleet(t)
+	gws, _ = startGateways(t, 3, ups+shared+fmt.Sprintf(limits, "memory"))
+	local := runLoops(t, gws, d)
+	t.Logf("memory stores: %d admitted in %v, at most %d running at once", local, d, calls.Peak("sleep"))
+	if float64(local) < 2.4*float64(admitted) {
+		t.Errorf("three memory stores admitted %d, want about 3x the shared %d", local, admitted)
+	}
+}
+
+// TestLeasesOfAKilledGatewayLapse: a gateway killed with SIGKILL while its
+// caller holds two leases (concurrency 2, lease_ttl 3s) keeps the caller
+// out until they lapse, and no longer than 2 x lease_ttl + 2 s.
+func TestLeasesOfAKilledGatewayLapse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	calls, ups := limitsFleet(t)
+	gws, cmds := startGateways(t, 2, ups+"secret_file: "+writeSecret(t)+"\nredis_url: redis://"+redistest.Start(t)+"/0\nlimits: {concurrency: 2, store: redis, lease_ttl: 3s}\n")
+	for range 2 {
+		go tryCall(gws[0], "holder", 30) // runs on at the replicas after the kill
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for calls.Running("sleep") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the two calls never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmds[0].Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmds[0].Wait()
+	killed := time.Now()
+	if a := postCall(t, gws[1], "holder", 0); a.status != 429 || !strings.Contains(a.body, "concurrency") {
+		t.Fatalf("right after the kill: %d %s, want refused by the leases still held", a.status, a.body)
+	}
+	for {
+		a := postCall(t, gws[1], "holder", 0)
+		if a.status == 200 {
+			break
+		}
+		if a.status != 429 {
+			t.Fatalf("status %d %s", a.status, a.body)
+		}
+		if time.Since(killed) > 2*3*time.Second+2*time.Second {
+			t.Fatalf("still refused %v after the kill: the dead gateway's leases never lapsed", time.Since(killed))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Renewed every second, the leases lapse 2 to 3 s after the kill.
+	if after := time.Since(killed); after < 1500*time.Millisecond {
+		t.Errorf("admitted %v after the kill, before the leases could lapse", after)
+	}
+	t.Logf("admitted through the other gateway %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+}
