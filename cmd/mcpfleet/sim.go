@@ -147,7 +147,7 @@ func newSimFlagSet(meta *simMeta, s *sim.Scenario, stderr io.Writer) *flag.FlagS
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&meta.scenario, "scenario", "", "read settings from the JSON `file`")
-	fs.IntVar(&meta.mission, "mission", 0, "load mission `N`'s broken setup (1 to 6) and report the stars earned")
+	fs.IntVar(&meta.mission, "mission", 0, fmt.Sprintf("load mission `N`'s broken setup (1 to %d) and report the stars earned", len(sim.Missions())))
 	fs.BoolVar(&meta.json, "json", false, "print every figure and the timeline as JSON")
 	fs.StringVar(&meta.sweep, "sweep", "", "run one setting per value side by side, e.g. `replicas=2,3,4`")
 	fs.IntVar(&meta.workers, "workers", 0, "sweep runs at once; 0 means one per core")
@@ -177,6 +177,8 @@ func defineScenarioFlags(fs *flag.FlagSet, s *sim.Scenario) {
 	fs.Var((*secondsFlag)(&s.ProgressMax), "progress-max", "longest progress interval of slow calls, seconds")
 	fs.BoolVar(&s.HotClient, "hot-client", s.HotClient, "inject a hot client")
 	fs.Float64Var(&s.HotFactor, "hot-factor", s.HotFactor, "the hot client's extra rate, in multiples of a client's rate")
+	fs.BoolVar(&s.Runaway, "runaway", s.Runaway, "inject a runaway agent: one client sending --runaway-rate more calls")
+	fs.Float64Var(&s.RunawayRate, "runaway-rate", s.RunawayRate, "the runaway agent's extra calls per second")
 	fs.StringVar(&s.Protocol, "protocol", s.Protocol, "2025-11-25-local, 2025-11-25-shared or 2026-07-28")
 	fs.StringVar(&s.Routing, "routing", s.Routing, "round-robin, affinity or mcpfleet")
 	fs.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas, 1 to 12")
@@ -192,6 +194,11 @@ func defineScenarioFlags(fs *flag.FlagSet, s *sim.Scenario) {
 	fs.Var((*secondsFlag)(&s.RoundTrip), "round-trip", "one exchange that runs no tool (re-initialize, reconnect), seconds")
 	fs.Float64Var(&s.HashEpsilon, "mcpfleet-epsilon", s.HashEpsilon, "mcpfleet's bounded-load epsilon (0: no bound)")
 	fs.IntVar(&s.HashMinLoad, "mcpfleet-min-load", s.HashMinLoad, "mcpfleet's floor under the bound (0: none)")
+	fs.IntVar(&s.Gateways, "gateways", s.Gateways, "gateway replicas in front of the fleet, 1 to 12")
+	fs.StringVar(&s.LimitStore, "limit-store", s.LimitStore, "local (each gateway its own limits) or shared (one store for all)")
+	fs.Float64Var(&s.LimitRate, "limit-rate", s.LimitRate, "calls per second per caller (0: no rate limit)")
+	fs.IntVar(&s.LimitBurst, "limit-burst", s.LimitBurst, "bucket size per caller (0: the rate rounded up)")
+	fs.IntVar(&s.LimitConcurrency, "limit-concurrency", s.LimitConcurrency, "calls in flight per caller (0: no limit)")
 }
 
 // readScenario decodes the JSON scenario in file over s; unknown keys are errors.
