@@ -26,11 +26,11 @@ import (
 type Gateway struct {
 	opts        Options
 	fleet       *upstream.Fleet
-	keys        *session.Keyring // seals and opens legacy session IDs
+	keys        *session.Keyring  // seals and opens legacy session IDs
 	tasks       session.TaskStore // 2026-07-28 task -> replica
-	aff         *affinity        // routing keys and rings for the hash policy
-	annotations *annotations     // which tools may run twice
-	idem        idem.Store       // idempotency records; nil: off
+	aff         *affinity         // routing keys and rings for the hash policy
+	annotations *annotations      // which tools may run twice
+	idem        idem.Store        // idempotency records; nil: off
 	fwd         forwarder
 	log         *slog.Logger
 	metrics     *Metrics
