@@ -169,11 +169,7 @@ func checkLabLimits(s *sim.Scenario) error {
 	if s.TrafficSeconds > maxTrafficSeconds {
 		return fmt.Errorf("scenario: traffic_s %g over the lab's limit of %d", s.TrafficSeconds, maxTrafficSeconds)
 	}
-	rate := s.ArrivalRate
-	if s.HotClient {
-		rate *= 1 + s.HotFactor/float64(s.Clients)
-	}
-	if calls := rate * s.TrafficSeconds; calls > maxCalls {
+	if calls := s.TotalRate() * s.TrafficSeconds; calls > maxCalls {
 		return fmt.Errorf("scenario: arrival_rate %g for traffic_s %g is about %.0f calls, over the lab's limit of %d", s.ArrivalRate, s.TrafficSeconds, calls, maxCalls)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,16 +49,24 @@ func (c *consoleErrors) list() []string {
 	return append([]string(nil), c.msgs...)
 }
 
-// TestBrowserMissionOne plays mission 1 in headless Chromium: load the
-// broken fleet (0 stars), set the keep-alive to 30 s (3 stars), and check the
-// tiles against sim.Run of the same scenario.
-func TestBrowserMissionOne(t *testing.T) {
+// browser is a headless Chromium on the lab's page, with the page's
+// console errors collected.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	url  string
+	errs *consoleErrors
+	done chan struct{} // closed when the console reader ends
+	stop func()
+}
+
+// newBrowser starts Chromium against a fresh lab server; close checks the
+// console.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
 	exe := chromiumPath(t)
 	srv := httptest.NewServer(New(nil))
-	defer srv.Close()
-
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(exe),
 		chromedp.Headless,
@@ -71,61 +80,87 @@ func TestBrowserMissionOne(t *testing.T) {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 800),
 	)
-	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-
+	b := &browser{t: t, ctx: bctx, url: srv.URL, errs: &consoleErrors{}, done: make(chan struct{})}
+	b.stop = func() {
+		cancelBrowser()
+		cancelAlloc()
+		cancel()
+		srv.Close()
+	}
 	// Subscribe to the console before the page loads; read it until the
 	// browser context ends.
-	errs := &consoleErrors{}
 	messages := chromedp.Console(bctx)
-	readDone := make(chan struct{})
 	go func() {
-		defer close(readDone)
+		defer close(b.done)
 		for m, err := range messages {
 			if err != nil {
 				return
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
-				errs.mu.Lock()
-				errs.msgs = append(errs.msgs, m.String())
-				errs.mu.Unlock()
+				b.errs.mu.Lock()
+				b.errs.msgs = append(b.errs.msgs, m.String())
+				b.errs.mu.Unlock()
 			}
 		}
 	}()
+	return b
+}
 
-	// act runs steps that change a setting and waits until the page has
-	// redrawn after them: at least one more run finished, none pending.
-	act := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		before, err := chromedp.Run(bctx, chromedp.Evaluate[int](`window.labRuns || 0`))
-		if err != nil {
-			t.Fatalf("%s: reading window.labRuns: %v", what, err)
-		}
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		expr := fmt.Sprintf("window.labIdle === true && window.labRuns > %d", before)
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("waiting for the redraw after %s: %v", what, err)
-		}
+// close ends the browser and fails on any console error or exception.
+func (b *browser) close() {
+	b.t.Helper()
+	b.stop()
+	<-b.done
+	for _, m := range b.errs.list() {
+		b.t.Errorf("browser console: %s", m)
 	}
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(bctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	stars := func() string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("stars").dataset.stars`))
-		if err != nil {
-			t.Fatalf("reading stars: %v", err)
-		}
-		return v
-	}
+}
 
-	act("loading the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.ID("mission-1")))
+// act runs steps that change a setting and waits until the page has
+// redrawn after them: at least one more run finished, none pending.
+func (b *browser) act(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	before, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`window.labRuns || 0`))
+	if err != nil {
+		b.t.Fatalf("%s: reading window.labRuns: %v", what, err)
+	}
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+	expr := fmt.Sprintf("window.labIdle === true && window.labRuns > %d", before)
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		b.t.Fatalf("waiting for the redraw after %s: %v", what, err)
+	}
+}
+
+// do runs steps that need no redraw.
+func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// stars reads the stars the page shows for the mission played.
+func (b *browser) stars() string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.getElementById("stars").dataset.stars`))
+	if err != nil {
+		b.t.Fatalf("reading stars: %v", err)
+	}
+	return v
+}
+
+// TestBrowserMissionOne plays mission 1 in headless Chromium: load the
+// broken fleet (0 stars), set the keep-alive to 30 s (3 stars), and check the
+// tiles against sim.Run of the same scenario.
+func TestBrowserMissionOne(t *testing.T) {
+	b := newBrowser(t)
+	defer b.close()
+	bctx, act, do, stars := b.ctx, b.act, b.do, b.stars
+
+	act("loading the page", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.ID("mission-1")))
 
 	act("loading mission 1", chromedp.Click(chromedp.ID("mission-1")), chromedp.Click(chromedp.ID("load-mission")))
 	if got := stars(); got != "0" {
@@ -193,11 +228,6 @@ func TestBrowserMissionOne(t *testing.T) {
 		}
 	}
 
-	cancelBrowser()
-	<-readDone
-	for _, m := range errs.list() {
-		t.Errorf("browser console: %s", m)
-	}
 }
 
 // checkTiles compares tiles by data-figure with sim.Run of the scenario the
@@ -263,5 +293,83 @@ func saveScreenshot(t *testing.T, png []byte) {
 			t.Fatalf("saving screenshot: %v", err)
 		}
 		t.Logf("screenshot: %s", p)
+	}
+}
+
+// TestBrowserRunawayAgent checks the gateway and limit controls and plays
+// mission 7: loading it sets them to its broken fleet (0 stars), and the
+// shared store with two gateways earns 3 stars.
+func TestBrowserRunawayAgent(t *testing.T) {
+	b := newBrowser(t)
+	defer b.close()
+	m, err := sim.MissionByNumber(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Mission 7 unlocks once mission 6 has a star.
+	b.act("loading the page", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.ID("mission-1")))
+	b.do("remembering a star for mission 6", chromedp.Evaluate[chromedp.Void](`localStorage.setItem("mcpfleet.lab.stars", JSON.stringify({"6": 1}))`))
+	b.do("reloading the page", chromedp.Reload(), chromedp.WaitEnabled(chromedp.ID("mission-7")))
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.labIdle === true && window.labRuns > 0`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("waiting for the first run after the reload: %v", err)
+	}
+
+	controls := []string{"gateways", "limit_store", "limit_rate", "limit_burst", "limit_concurrency", "runaway_rate", "runaway"}
+	for _, id := range controls {
+		labelled, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](fmt.Sprintf(
+			`(() => { const el = document.getElementById(%q); return !!el && (el.tagName === "BUTTON" || !!document.querySelector('label[for=%q]')); })()`, id, id)))
+		if err != nil || !labelled {
+			t.Errorf("control %s missing or without a label (%v)", id, err)
+		}
+	}
+
+	b.act("loading mission 7", chromedp.Click(chromedp.ID("mission-7")), chromedp.Click(chromedp.ID("load-mission")))
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[map[string]string](`({
+		gateways: document.getElementById("gateways").value,
+		gatewaysShown: document.getElementById("gateways-out").textContent,
+		limit_store: document.getElementById("limit_store").value,
+		limit_rate: document.getElementById("limit_rate").value,
+		limit_burst: document.getElementById("limit_burst").value,
+		limit_concurrency: document.getElementById("limit_concurrency").value,
+		runaway_rate: document.getElementById("runaway_rate").value,
+		runaway: document.getElementById("runaway").getAttribute("aria-pressed"),
+	})`))
+	if err != nil {
+		t.Fatalf("reading the controls: %v", err)
+	}
+	s := m.Broken
+	want := map[string]string{
+		"gateways": strconv.Itoa(s.Gateways), "gatewaysShown": strconv.Itoa(s.Gateways),
+		"limit_store": s.LimitStore, "limit_rate": strconv.FormatFloat(s.LimitRate, 'g', -1, 64),
+		"limit_burst": strconv.Itoa(s.LimitBurst), "limit_concurrency": strconv.Itoa(s.LimitConcurrency),
+		"runaway_rate": strconv.FormatFloat(s.RunawayRate, 'g', -1, 64), "runaway": strconv.FormatBool(s.Runaway),
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("after loading mission 7, %s shows %q, want %q", k, got[k], w)
+		}
+	}
+	if st := b.stars(); st != "0" {
+		t.Errorf("mission 7's broken setup shows %q stars, want 0", st)
+	}
+	res := sim.MustRun(s)
+	raw, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('#tiles [data-figure="runaway_admitted_rate"] .value').dataset.raw`))
+	if err != nil || raw != strconv.FormatFloat(res.RunawayAdmittedRate, 'g', -1, 64) {
+		t.Errorf("runaway tile holds %q (%v), sim.Run gives %v", raw, err, res.RunawayAdmittedRate)
+	}
+
+	b.act("sharing the limit store", chromedp.Evaluate[chromedp.Void](
+		`(() => { const el = document.getElementById("limit_store"); el.value = "shared"; el.dispatchEvent(new Event("change", {bubbles: true})); })()`))
+	if st := b.stars(); st != "2" {
+		t.Errorf("mission 7 with a shared store behind 3 gateways shows %q stars, want 2", st)
+	}
+	b.act("two gateways", chromedp.Focus(chromedp.ID("gateways")), chromedp.SendKeys(chromedp.ID("gateways"), kb.ArrowLeft))
+	if st := b.stars(); st != "3" {
+		t.Errorf("mission 7 with a shared store behind 2 gateways shows %q stars, want 3", st)
+	}
+	story, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.getElementById("story").textContent`))
+	if err != nil || !strings.Contains(story, "runaway agent") {
+		t.Errorf("the story does not tell of the runaway agent (%v): %s", err, story)
 	}
 }

@@ -20,21 +20,28 @@
     ["latency_p50_s", "Latency p50", "s"],
     ["latency_p95_s", "Latency p95", "s"],
     ["latency_p99_s", "Latency p99", "s"],
+    ["refused", "429s (limits)", "int"],
+    ["refused_others", "429s to other clients", "int"],
+    ["runaway_admitted_rate", "Runaway agent admitted", "rate"],
     ["utilization", "Utilization", "pct"],
     ["replica_seconds", "Replica-seconds (cost)", "int1"],
     ["replicas", "Per replica: utilization, longest queue", "replicas"],
   ];
-  const FIELDS = ["protocol", "routing", "replicas", "idle_timeout_s", "keep_alive_s", "drain_s"];
-  const TOGGLES = ["slow_tools", "deploy", "hot_client"];
+  const FIELDS = ["protocol", "routing", "replicas", "idle_timeout_s", "keep_alive_s", "drain_s",
+    "gateways", "limit_store", "limit_rate", "limit_burst", "limit_concurrency", "runaway_rate"];
+  const NUMBERS = ["idle_timeout_s", "keep_alive_s", "drain_s", "limit_rate", "runaway_rate"];
+  const INTEGERS = ["limit_burst", "limit_concurrency"];
+  const SLIDERS = ["replicas", "gateways"];
+  const TOGGLES = ["slow_tools", "deploy", "hot_client", "runaway"];
   const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2",
     "#be185d", "#4d7c0f", "#7c3aed", "#b45309", "#0f766e", "#6b7280"];
   const MARKS = [
     ["cuts", "idle cut", "#d97706"], ["not_found", "404", "#7c3aed"],
     ["failures", "failure", "#dc2626"], ["duplicate_mutations", "duplicate mutation", "#be185d"],
-    ["killed", "killed", "#111827"],
+    ["killed", "killed", "#111827"], ["refused", "429", "#0891b2"],
   ];
 
-  const STRIP = ["cut", "404", "fail", "dup", "kill"];
+  const STRIP = ["cut", "404", "fail", "dup", "kill", "429"];
 
   const state = {
     scenario: null, defaults: null, missions: [], selected: 0, active: 0,
@@ -72,9 +79,14 @@
     const s = Object.assign({}, state.scenario);
     s.protocol = $("protocol").value;
     s.routing = $("routing").value;
-    s.replicas = parseInt($("replicas").value, 10);
-    for (const k of ["idle_timeout_s", "keep_alive_s", "drain_s"]) {
+    s.limit_store = $("limit_store").value;
+    for (const k of SLIDERS) s[k] = parseInt($(k).value, 10);
+    for (const k of NUMBERS) {
       const v = parseFloat($(k).value);
+      s[k] = Number.isFinite(v) ? v : 0;
+    }
+    for (const k of INTEGERS) {
+      const v = parseInt($(k).value, 10);
       s[k] = Number.isFinite(v) ? v : 0;
     }
     s.idempotency = $("idempotency").checked;
@@ -83,7 +95,7 @@
   }
   function writeControls(s) {
     for (const k of FIELDS) $(k).value = String(s[k]);
-    $("replicas-out").textContent = String(s.replicas);
+    for (const k of SLIDERS) $(k + "-out").textContent = String(s[k]);
     $("idempotency").checked = !!s.idempotency;
     for (const k of TOGGLES) $(k).setAttribute("aria-pressed", s[k] ? "true" : "false");
     $("seed-label").textContent = "seed " + s.seed;
@@ -91,7 +103,7 @@
 
   function changed() {
     state.scenario = readControls();
-    $("replicas-out").textContent = String(state.scenario.replicas);
+    for (const k of SLIDERS) $(k + "-out").textContent = String(state.scenario[k]);
     schedule();
   }
 
@@ -163,6 +175,7 @@
       case "s": return v.toFixed(3) + " s";
       case "pct": return (v * 100).toFixed(1) + "%";
       case "int1": return String(Math.round(v));
+      case "rate": return v.toFixed(2) + " /s";
       default: return String(v);
     }
   }
@@ -185,7 +198,7 @@
       } else {
         v.textContent = fmt(r[key], kind);
         v.dataset.raw = String(r[key]);
-        if (["failed", "duplicate_mutations", "executions_killed", "idle_cuts", "not_found"].includes(key) && r[key] > 0) tile.classList.add("bad");
+        if (["failed", "duplicate_mutations", "executions_killed", "idle_cuts", "not_found", "refused_others"].includes(key) && r[key] > 0) tile.classList.add("bad");
       }
       tile.append(l, v);
       frag.append(tile);
@@ -214,11 +227,30 @@
     if (r.executions_killed > 0) sentence(out, `The rolling deploy killed ${r.executions_killed} executions still running when the ${s.drain_s} s drain window ended; a longer window lets them finish.`);
     else if (s.deploy) sentence(out, `The rolling deploy killed nothing: every call finished inside the ${s.drain_s} s drain window.`);
     if (r.duplicate_mutations > 0) sentence(out, `${r.duplicate_mutations} calls mutated state twice because a re-issued call ran again` + (s.idempotency ? "." : "; idempotent tools, or keeping streams from being cut, prevent that."));
+    storyOfLimits(r, out);
     if (r.failed > 0) sentence(out, `${r.failed} calls were given up after ${s.max_reissues} re-issues.`);
     const worst = r.replicas.reduce((a, b) => (b.longest_queue > a.longest_queue ? b : a), r.replicas[0]);
     if (worst && worst.longest_queue > 0) sentence(out, `The longest queue was ${worst.longest_queue} calls, at ${worst.name}; waiting counts in latency.`);
     sentence(out, `The fleet cost ${Math.round(r.replica_seconds)} replica-seconds at ${(r.utilization * 100).toFixed(1)}% utilization.`);
     $("story").replaceChildren(...out);
+  }
+
+  // storyOfLimits tells what the gateways' limits did, and to the runaway agent.
+  function storyOfLimits(r, out) {
+    const s = r.scenario;
+    const limited = s.limit_rate > 0 || s.limit_concurrency > 0;
+    if (s.runaway && r.runaway_client >= 0) {
+      let text = `The runaway agent (client ${r.runaway_client}, +${s.runaway_rate} calls/s) got ${r.runaway_admitted_rate.toFixed(2)} calls/s through`;
+      if (s.limit_rate > 0) text += `, ${(r.runaway_admitted_rate / s.limit_rate).toFixed(1)}x its ${s.limit_rate}/s limit`;
+      text += ".";
+      if (limited && s.gateways > 1 && s.limit_store === "local") text += ` Each of the ${s.gateways} gateways keeps its own budget per caller, so the limit is multiplied by the gateways; a shared store gives each caller one budget.`;
+      if (!limited) text += " No limit is set.";
+      sentence(out, text);
+    }
+    if (r.refused > 0) {
+      sentence(out, `The limits refused ${r.refused} requests with 429; the clients re-sent them after the retry hint, each re-send counting against the ${s.max_reissues} re-issues.` +
+        (r.refused_others > 0 ? ` ${r.refused_others} of the 429s went to other clients than the runaway agent.` : ""));
+    }
   }
 
   // phases derives each replica's drain and reboot from the scenario, as
@@ -380,7 +412,8 @@
 
   function describe(s) {
     const inj = TOGGLES.filter((k) => s[k]).map((k) => k.replace("_", " "));
-    return `${s.protocol}, ${s.routing}, ${s.replicas} replicas, idle ${s.idle_timeout_s} s, keep-alive ${s.keep_alive_s || "off"}, drain ${s.drain_s} s${s.idempotency ? ", idempotent" : ""}${inj.length ? "; " + inj.join(", ") : ""}`;
+    const lim = s.limit_rate > 0 || s.limit_concurrency > 0 ? `, limits ${s.limit_rate || "-"}/s ${s.limit_concurrency || "-"} in flight (${s.limit_store})` : "";
+    return `${s.protocol}, ${s.routing}, ${s.replicas} replicas, ${s.gateways} gateway${s.gateways > 1 ? "s" : ""}${lim}, idle ${s.idle_timeout_s} s, keep-alive ${s.keep_alive_s || "off"}, drain ${s.drain_s} s${s.idempotency ? ", idempotent" : ""}${inj.length ? "; " + inj.join(", ") : ""}`;
   }
 
   function renderAssumptions(list) {
@@ -435,9 +468,9 @@
   function wire() {
     const form = $("form");
     form.addEventListener("submit", (ev) => ev.preventDefault());
-    // the replicas slider re-runs on "input", as it moves
-    form.addEventListener("change", (ev) => { if (ev.target.id !== "replicas") changed(); });
-    $("replicas").addEventListener("input", changed);
+    // the sliders re-run on "input", as they move
+    form.addEventListener("change", (ev) => { if (!SLIDERS.includes(ev.target.id)) changed(); });
+    for (const k of SLIDERS) $(k).addEventListener("input", changed);
     for (const k of TOGGLES) {
       $(k).addEventListener("click", (ev) => {
         const b = ev.currentTarget;
