@@ -53,19 +53,27 @@ func cannedBackend() *httptest.Server {
 	}))
 }
 
+// benchBody is the request the forwarding benchmarks send.
+var benchBody = []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+
+// benchRequest is one 2026-07-28 tools/call of echo, as caller "bench".
+func benchRequest(url string) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(benchBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "echo")
+	req.Header.Set("Authorization", "Bearer bench")
+	return req
+}
+
 func benchPost(b *testing.B, url string) {
-	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-			req.Header.Set("Mcp-Method", "tools/call")
-			req.Header.Set("Mcp-Name", "echo")
-			resp, err := client.Do(req)
+			resp, err := client.Do(benchRequest(url))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -121,18 +129,11 @@ func BenchmarkAdmission(b *testing.B) {
 
 // benchLatency sends b.N requests one at a time and reports p50 and p99.
 func benchLatency(b *testing.B, url string) {
-	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	for b.Loop() {
-		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", "echo")
-		req.Header.Set("Authorization", "Bearer bench")
+		req := benchRequest(url)
 		start := time.Now()
 		resp, err := client.Do(req)
 		if err != nil {

@@ -80,22 +80,7 @@ func TestTasksRouteToTheirReplica(t *testing.T) {
 			front := httptest.NewServer(gw)
 			defer front.Close()
 			r := newRaw(t, front.URL+"/mcp", "2026-07-28")
-			resp := r.post(context.Background(), 1, "tools/call", map[string]any{"name": "long", "arguments": map[string]any{}}, nil)
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			i := strings.Index(string(b), `"taskId":"`)
-			if i < 0 {
-				t.Fatalf("no task created: %s", b)
-			}
-			taskID := strings.SplitN(string(b[i+10:]), `"`, 2)[0]
-			for n := range 6 {
-				resp := r.post(context.Background(), n+2, "tasks/get", map[string]any{"taskId": taskID}, map[string]string{"Mcp-Name": taskID})
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if !strings.Contains(string(b), `"status":"completed"`) {
-					t.Fatalf("tasks/get %d reached a replica without the task: %s", n, b)
-				}
-			}
+			pollTask(t, r, createTask(t, r), 6)
 		})
 	}
 }
@@ -122,8 +107,15 @@ func TestTasksRouteThroughAnyGateway(t *testing.T) {
 		t.Cleanup(front.Close)
 		return front
 	}
-	first := gateway()
-	r := newRaw(t, first.URL+"/mcp", "2026-07-28")
+	taskID := createTask(t, newRaw(t, gateway().URL+"/mcp", "2026-07-28"))
+	for _, front := range []*httptest.Server{gateway(), gateway()} {
+		pollTask(t, newRaw(t, front.URL+"/mcp", "2026-07-28"), taskID, 4)
+	}
+}
+
+// createTask calls a tool that answers with a task and returns its ID.
+func createTask(t *testing.T, r *raw) string {
+	t.Helper()
 	resp := r.post(context.Background(), 1, "tools/call", map[string]any{"name": "long", "arguments": map[string]any{}}, nil)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -131,16 +123,19 @@ func TestTasksRouteThroughAnyGateway(t *testing.T) {
 	if i < 0 {
 		t.Fatalf("no task created: %s", b)
 	}
-	taskID := strings.SplitN(string(b[i+10:]), `"`, 2)[0]
-	for _, front := range []*httptest.Server{gateway(), gateway()} {
-		r := newRaw(t, front.URL+"/mcp", "2026-07-28")
-		for n := range 4 {
-			resp := r.post(context.Background(), n+2, "tasks/get", map[string]any{"taskId": taskID}, map[string]string{"Mcp-Name": taskID})
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if !strings.Contains(string(b), `"status":"completed"`) {
-				t.Fatalf("tasks/get %d through another gateway reached a replica without the task: %s", n, b)
-			}
+	return strings.SplitN(string(b[i+10:]), `"`, 2)[0]
+}
+
+// pollTask asks for the task n times; each must reach the replica that
+// runs it.
+func pollTask(t *testing.T, r *raw, taskID string, n int) {
+	t.Helper()
+	for k := range n {
+		resp := r.post(context.Background(), k+2, "tasks/get", map[string]any{"taskId": taskID}, map[string]string{"Mcp-Name": taskID})
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), `"status":"completed"`) {
+			t.Fatalf("tasks/get %d reached a replica without the task: %s", k, b)
 		}
 	}
 }
