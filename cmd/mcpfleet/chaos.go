@@ -13,7 +13,7 @@ import (
 )
 
 // runChaos runs a chaos run on loopback (internal/chaos, docs/CHAOS.md):
-// testserver replicas behind the gateway, SDK clients sending seed 000's
+// testserver replicas behind the gateway, SDK clients sending the fleet lab's
 // mix, and a rolling restart in the middle. The table (or JSON) goes to
 // stdout, progress to stderr.
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -22,7 +22,7 @@ commands:
   demo         run a whole local fleet (three test servers and the gateway)
   testserver   run one MCP test server (official Go SDK), both protocol eras
   secret       print a new secret file (session keys, routing salt) for serve
-  lbconfig     emit nginx or HAProxy configs that keep the fleet's rules (seed 001)
+  lbconfig     emit nginx or HAProxy configs that keep the fleet's rules
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
   chaos        a rolling restart under load on loopback: lost, killed and doubled calls
   lab          the simulator as a web page with missions (http://127.0.0.1:8090)

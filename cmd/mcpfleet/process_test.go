@@ -80,12 +80,13 @@ func writeSecret(t *testing.T) string {
 	return p
 }
 
-// TestSeed002WithProcesses is seed 002's flow with real processes: two
+// TestSessionsSurviveWithProcesses is the gateway-restart flow (ToolHive's
+// "backend routing breaks after proxy runner restart") with real processes: two
 // stateful testservers, one gateway; initialize and tools/list with the SDK
 // client; kill the gateway and start another with the same secret on the
 // same address: five tools/list on the same session all succeed. Then two
 // gateway processes share the session.
-func TestSeed002WithProcesses(t *testing.T) {
+func TestSessionsSurviveWithProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

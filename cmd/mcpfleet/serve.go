@@ -194,7 +194,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 	return rg, nil
 }
 
-// drainAndShutdown is the gateway's own drain (seed 001): /healthz answers
+// drainAndShutdown is the gateway's own drain: /healthz answers
 // 503 draining at once, so balancers in front stop sending new work, while
 // the listener keeps serving for delay; then shutdown.
 func (rg *runningGateway) drainAndShutdown(delay, grace time.Duration) error {

@@ -1,6 +1,6 @@
 // Package chaos is a chaos run anyone can repeat: testserver replicas on
 // loopback behind one in-process gateway, real MCP clients (official Go SDK)
-// sending seed 000's mix of calls, and a rolling restart of every replica in
+// sending the fleet lab's mix of calls, and a rolling restart of every replica in
 // the middle of the traffic. It reports what clients saw (calls completed,
 // failed, re-issued, 404s) beside what the replicas did (the shared ledger
 // of mutations), so that a double charge or a lost call shows as a number.

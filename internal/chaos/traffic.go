@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// callSpec is one logical call of the seed 000 mix.
+// callSpec is one logical call of the fleet lab's mix.
 type callSpec struct {
 	n       int
 	key     string        // the mutate counter and idempotency key: "call-<n>"
@@ -28,7 +28,7 @@ func (c *callSpec) arguments() map[string]any {
 	return map[string]any{"seconds": c.seconds}
 }
 
-// mix draws seed 000's calls: Poisson arrivals, log-normal durations capped,
+// mix draws the fleet lab's calls: Poisson arrivals, log-normal durations capped,
 // a share of them mutating at a random point between 20% and 80% of their
 // run. The same seed draws the same sequence.
 type mix struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
-// Affinity (seed 001): under the hash policy a caller's new sessions and
+// Affinity (the GitLab MCP server's load-balancing guide): under the hash policy a caller's new sessions and
 // 2026-07-28 requests go to the replica its routing key hashes to on a
 // consistent-hash ring with bounded loads. The key is an HMAC, under the
 // secret salt, of the caller's stable identity (JWT iss+sub, else the

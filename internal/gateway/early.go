@@ -18,7 +18,7 @@ import (
 // A replica may hold back its response headers until its first event (the
 // Go SDK does), so a tool that runs silent for a minute leaves the client's
 // connection silent for a minute, and an idle timeout on the way cuts it
-// (seed 000, "silent streams"). The gateway therefore opens the SSE stream
+// (the fleet lab's "silent streams"). The gateway therefore opens the SSE stream
 // itself when the replica has not answered within one keep-alive interval,
 // and then relays whatever the replica sends into that stream: its events,
 // a JSON answer as one event, an error as a JSON-RPC error event. The

@@ -78,7 +78,8 @@ func twoReplicas(t *testing.T) []upstream.Spec {
 	return specs
 }
 
-// TestSessionSurvivesGatewayRestart is seed 002's flow with the official
+// TestSessionSurvivesGatewayRestart is the gateway-restart flow of ToolHive's "backend routing
+// breaks after proxy runner restart" with the official
 // SDK client: initialize and tools/list through a gateway, kill it, start a
 // new one on the same address with the same secret, and five tools/list on
 // the same session all succeed. The new gateway has no table to remember

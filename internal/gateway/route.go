@@ -182,7 +182,7 @@ func (g *Gateway) pinnedFailure(t target, outcome balance.Outcome) *mcpmsg.Error
 }
 
 // isDrainingAnswer reports a 503 whose JSON body says "status":"draining"
-// (seed 001): the replica is shutting down and ran nothing. It peeks at most
+// (the GitLab MCP server's load-balancing guide): the replica is shutting down and ran nothing. It peeks at most
 // 4 KiB and leaves the body readable either way.
 func isDrainingAnswer(resp *http.Response) bool {
 	peek, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))

@@ -9,7 +9,7 @@ import (
 
 // haproxyTemplate is a whole haproxy.cfg.
 var haproxyTemplate = template.Must(template.New("haproxy").Parse(`# HAProxy configuration for an MCP fleet, written by "mcpfleet lbconfig haproxy".
-# It follows docs/LBCONFIG.md (the load-balancing guide, seed 001).
+# It follows docs/LBCONFIG.md (after the GitLab MCP server's load-balancing guide).
 #
 # This file contains the routing salt: keep it mode 0600 and out of version
 # control.

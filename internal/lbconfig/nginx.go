@@ -11,7 +11,7 @@ import (
 // nginxTemplate is a whole nginx.conf. Its file paths are relative to
 // nginx's prefix (-p), so one directory holds everything it writes.
 var nginxTemplate = template.Must(template.New("nginx").Parse(`# nginx configuration for an MCP fleet, written by "mcpfleet lbconfig nginx".
-# It follows docs/LBCONFIG.md (the load-balancing guide, seed 001).
+# It follows docs/LBCONFIG.md (after the GitLab MCP server's load-balancing guide).
 #
 # This file contains the routing salt: keep it mode 0600 and out of version
 # control. File paths are relative to nginx's prefix; run it as

@@ -1,5 +1,5 @@
 // Package lbconfig writes nginx and HAProxy configurations for a fleet of
-// MCP replicas that follow the load-balancing guide (seed 001): a
+// MCP replicas that follow the load-balancing guide of the GitLab MCP server: a
 // consistent hash of a salted digest of the credential, normalised first and
 // falling back to the client's address; retries only of requests that never
 // reached a replica; streaming without buffering; long read timeouts.

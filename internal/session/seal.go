@@ -15,7 +15,7 @@ import (
 // Mcp-Session-Id: the replica's name, the replica's session ID and the issue
 // time, encrypted and authenticated with AES-256-GCM. Any gateway process
 // with the key opens it and knows where the session lives, so the gateway
-// keeps no session table and survives restarts (seed 002); nobody without
+// keeps no session table and survives restarts; nobody without
 // the key can read the fleet's topology from it or forge one.
 //
 // Layout, then base64url without padding:

@@ -19,7 +19,7 @@ var KeepAliveComment = []byte(": keep-alive\n\n")
 // Writer writes whole events to a client and flushes each at once. With a
 // keep-alive interval it also sends a comment whenever the stream has been
 // silent that long, so that no proxy on the way cuts it for idling
-// (2025-11-25 transports leave this to implementations; seed 000's "silent
+// (2025-11-25 transports leave this to implementations; the fleet lab's "silent
 // streams"). Writes from the relay and from the keep-alive timer never
 // interleave inside an event.
 type Writer struct {

@@ -22,7 +22,7 @@ type LedgerEntry struct {
 // restarts). Besides recording mutations it answers whether an operation was
 // already applied, under an exclusive file lock, so that a mutating call
 // re-executed anywhere in the fleet recognises itself: the tool-side half of
-// idempotency (seed 000's toggle).
+// idempotency (the fleet lab's toggle).
 type Ledger struct {
 	f *os.File
 }
