@@ -40,7 +40,7 @@ type Attempt struct {
 // A request that provably never ran (not delivered, or refused by a
 // draining replica) may move on; a delivered one only when running it twice
 // is safe, because the replica may have run it and a mutating tool would
-// run twice (seed 000, "Double charge"; seed 001: retry only what never
+// run twice (the lab's mission 4, "Double charge": retry only what never
 // arrived). Never more than MaxRetries times.
 func MayRetry(a Attempt) bool {
 	if a.Retries >= a.MaxRetries {

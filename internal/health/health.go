@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// Defaults of the policy, HAProxy's "check inter 2s fall 2 rise 2": a
-// check every two seconds, two consecutive failures take a replica down,
+// Defaults of the policy, as HAProxy's "check inter 2s fall 2 rise 2"
+// configures it: a check every two seconds, two consecutive failures take a replica down,
 // two consecutive ok checks bring it back, so a dead replica is out within
 // about four seconds. The gateway's checker and the simulator both use them.
 const (

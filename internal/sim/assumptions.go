@@ -1,7 +1,7 @@
 package sim
 
-// assumptions are the model's decisions where LAB-MODEL.md and seed 000
-// are silent. Every Result lists them.
+// assumptions are the model's decisions where the description of the lab
+// leaves a choice open. Every Result lists them.
 var assumptions = []string{
 	"network time is zero except one round trip (round_trip_s) for a re-initialization, a reconnect, and the pause before a re-issue",
 	"a client initializes its session before its first call, outside that call's latency; later initializes are re-initializations",
@@ -41,7 +41,8 @@ var assumptions = []string{
 	"mission stars use the mission's seed and the five seeds after it, whatever --seed says",
 }
 
-// Assumptions returns the model's decisions where LAB-MODEL.md is silent.
+// Assumptions returns the model's decisions where the lab's description
+// leaves a choice open.
 func Assumptions() []string {
 	out := make([]string, len(assumptions))
 	copy(out, assumptions)

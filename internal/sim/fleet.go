@@ -96,8 +96,8 @@ func (e *engine) pick(c, g int, newWork bool) int {
 	return e.pickFleet(c, g, newWork)
 }
 
-// pickRandom picks uniformly among the eligible replicas: the seed's model
-// of round-robin, one random pick per attempt.
+// pickRandom picks uniformly among the eligible replicas: the model of
+// round-robin, one random pick per attempt.
 func (e *engine) pickRandom() int {
 	n := 0
 	for i := range e.reps {

@@ -9,7 +9,7 @@ import (
 const OtherSeeds = 5
 
 // Mission is one lab mission: a broken fleet, a goal and what counts as
-// meeting it efficiently (LAB-MODEL.md, "Missions").
+// meeting it efficiently (docs/SIM.md, "Missions and calibration").
 type Mission struct {
 	// Number is the mission's number, from 1.
 	Number int `json:"number"`

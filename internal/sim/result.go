@@ -78,7 +78,8 @@ type Result struct {
 	ReplicaSeconds float64 `json:"replica_seconds"`
 	// Timeline is per-second series for charts.
 	Timeline Timeline `json:"timeline"`
-	// Assumptions are the model's decisions where LAB-MODEL.md is silent.
+	// Assumptions are the model's decisions where the lab's description
+	// leaves a choice open.
 	Assumptions []string `json:"assumptions"`
 }
 

@@ -1,12 +1,12 @@
 // Package sim is the fleet lab's engine: a deterministic discrete-event
-// simulator of MCP server replicas behind a load balancer
-// (shared/LAB-MODEL.md). It drives the gateway's own decision code on a
-// virtual clock: routing (packages balance and ring), each replica's health
-// as a gateway sees it (package health) and admission (package limit's
-// Table), for one or several gateways in front of the fleet; no I/O, no
-// wall clock, no goroutines in the core loop. Traffic is drawn first, from its own random
-// stream, so the same seed gives the same calls whatever the fleet's
-// settings, and differences between two runs come from the change.
+// simulator of MCP server replicas behind a load balancer (docs/SIM.md). It
+// drives the gateway's own decision code on a virtual clock: routing
+// (packages balance and ring), each replica's health as a gateway sees it
+// (package health) and admission (package limit's Table), for one or several
+// gateways in front of the fleet; no I/O, no wall clock, no goroutines in
+// the core loop. Traffic is drawn first, from its own random stream, so the
+// same seed gives the same calls whatever the fleet's settings, and
+// differences between two runs come from the change.
 package sim
 
 import (
@@ -31,7 +31,8 @@ const (
 
 // The routing modes of the load balancer (Scenario.Routing).
 const (
-	// RoundRobin is modelled as a random pick per attempt, as seed 000 states.
+	// RoundRobin is modelled as a random pick per attempt: a balancer that
+	// keeps no state about the request.
 	RoundRobin = "round-robin"
 	// Affinity is plain consistent hashing of the client (and so of its
 	// session): ring with no load bound.
@@ -159,7 +160,7 @@ type Scenario struct {
 	LimitConcurrency int `json:"limit_concurrency"`
 }
 
-// Default returns the model's defaults (LAB-MODEL.md): 24 clients, 3 calls
+// Default returns the model's defaults (docs/SIM.md): 24 clients, 3 calls
 // per second, ten minutes, three replicas of ten slots, 2025-11-25 local
 // sessions with affinity, a 60 s proxy idle timeout, keep-alive off, no
 // injections.

@@ -18,8 +18,8 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/health"
 )
 
-// Defaults of CheckOptions, HAProxy's "check inter 2s fall 2 rise 2" from
-// seed 001: a dead replica is out within about four seconds. Fall and rise
+// Defaults of CheckOptions, as HAProxy's "check inter 2s fall 2 rise 2"
+// configures it: a dead replica is out within about four seconds. Fall and rise
 // are package health's, which the simulator uses too.
 const (
 	DefaultCheckInterval = health.DefaultInterval
@@ -203,7 +203,7 @@ func (c *Checker) probe(ctx context.Context, r *Replica) (Result, string) {
 	return ResultFail, fmt.Sprintf("status %d", resp.StatusCode)
 }
 
-// saysDraining reports a JSON body whose "status" is "draining" (seed 001).
+// saysDraining reports a JSON body whose "status" is "draining".
 func saysDraining(body []byte) bool {
 	var v struct {
 		Status string `json:"status"`

@@ -6,7 +6,7 @@
   const $ = (id) => document.getElementById(id);
   const STARS_KEY = "mcpfleet.lab.stars";
 
-  // FIGURES are the tiles, in LAB-MODEL.md's order: JSON key, label, format.
+  // FIGURES are the tiles, in the order of docs/LAB.md: JSON key, label, format.
   const FIGURES = [
     ["calls_issued", "Calls issued", "int"],
     ["completed", "Completed", "int"],
