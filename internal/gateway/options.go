@@ -114,13 +114,13 @@ func (o *Options) withDefaults() Options {
 	}
 	switch {
 	case v.HashEpsilon == 0:
-		v.HashEpsilon = 0.25
+		v.HashEpsilon = balance.DefaultEpsilon
 	case v.HashEpsilon < 0:
 		v.HashEpsilon = 0
 	}
 	switch {
 	case v.HashMinLoad == 0:
-		v.HashMinLoad = 10
+		v.HashMinLoad = balance.DefaultMinLoad
 	case v.HashMinLoad < 0:
 		v.HashMinLoad = 0
 	}
@@ -129,7 +129,7 @@ func (o *Options) withDefaults() Options {
 	}
 	switch {
 	case v.Retries == 0:
-		v.Retries = 1
+		v.Retries = balance.DefaultRetries
 	case v.Retries < 0:
 		v.Retries = 0
 	}

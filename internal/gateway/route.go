@@ -85,10 +85,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 		rep, idx := t.pinned, -1
 		if rep == nil {
 			if idx = g.pick(t.snap, in, tried); idx < 0 {
-				if retries == 0 {
-					return nil, nil, errNoReplica
-				}
-				return nil, nil, errUnreachable
+				return nil, nil, verdictError(balance.Exhausted(retries))
 			}
 			rep = t.snap.At(idx)
 		}
@@ -106,11 +103,8 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 			return nil, nil, g.pinnedFailure(t, outcome)
 		}
 		a := balance.Attempt{Outcome: outcome, Safe: g.annotations.safeToRepeat(q), Retries: retries, MaxRetries: g.opts.Retries}
-		if !balance.MayRetry(a) {
-			if outcome == balance.Delivered {
-				return nil, nil, errAfterDelivery
-			}
-			return nil, nil, errUnreachable
+		if v := balance.Step(a); v != balance.MoveOn {
+			return nil, nil, verdictError(v)
 		}
 		g.metrics.retries.WithLabelValues(outcomeName(outcome)).Inc()
 		tried = append(tried, idx)
@@ -168,17 +162,28 @@ func (g *Gateway) attempt(ctx context.Context, r *http.Request, q *request, rep 
 // cannot be reached or refuses work has lost them, so the client starts a
 // new one elsewhere (404, -32001). A delivered request is never resent.
 func (g *Gateway) pinnedFailure(t target, outcome balance.Outcome) *mcpmsg.Error {
-	switch {
-	case outcome == balance.Delivered:
-		return errAfterDelivery
-	case t.task:
-		return errUnreachable
-	case outcome == balance.RefusedDraining:
-		g.metrics.sessionMisses.WithLabelValues("replica_draining").Inc()
-	default:
-		g.metrics.sessionMisses.WithLabelValues("replica_unreachable").Inc()
+	v := balance.PinnedVerdict(outcome, t.task)
+	if v == balance.SessionLost {
+		reason := "replica_unreachable"
+		if outcome == balance.RefusedDraining {
+			reason = "replica_draining"
+		}
+		g.metrics.sessionMisses.WithLabelValues(reason).Inc()
 	}
-	return errSessionNotFound
+	return verdictError(v)
+}
+
+// verdictError is the gateway's answer for a send-loop verdict.
+func verdictError(v balance.Verdict) *mcpmsg.Error {
+	switch v {
+	case balance.FailAfterDelivery:
+		return errAfterDelivery
+	case balance.FailNoReplica:
+		return errNoReplica
+	case balance.SessionLost:
+		return errSessionNotFound
+	}
+	return errUnreachable
 }
 
 // isDrainingAnswer reports a 503 whose JSON body says "status":"draining"
