@@ -199,3 +199,19 @@ func canonical(raw json.RawMessage) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
 }
+
+// Invalidation returns the generation a JSON-RPC message from a replica
+// moves on (see InvalidatedBy), or "" for any other message.
+func Invalidation(msg []byte) string {
+	if !bytes.Contains(msg, []byte("notifications/")) {
+		return ""
+	}
+	var m struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(msg, &m) != nil {
+		return ""
+	}
+	return InvalidatedBy(m.Method, m.Params)
+}

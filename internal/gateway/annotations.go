@@ -16,13 +16,27 @@ import (
 // maxTools bounds the annotations remembered.
 const maxTools = 10_000
 
-// annotations maps tool names to whether a call may safely run twice.
+// annotations maps tool names to what their replicas declare of them.
 type annotations struct {
 	mu   sync.RWMutex // guards safe
-	safe map[string]bool
+	safe map[string]hints
 }
 
-func newAnnotations() *annotations { return &annotations{safe: make(map[string]bool)} }
+// hints are one tool's declared annotations that matter here.
+type hints struct {
+	safe     bool // readOnlyHint or idempotentHint: a call may run twice
+	readOnly bool // readOnlyHint: a call's result may be cached
+}
+
+func newAnnotations() *annotations { return &annotations{safe: make(map[string]hints)} }
+
+// readOnly reports whether the replicas declare tool readOnlyHint; a tool
+// not seen declared is not.
+func (a *annotations) readOnly(tool string) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.safe[tool].readOnly
+}
 
 // safeToRepeat reports whether a request may run twice: methods that only
 // read, and calls of tools declared read-only or idempotent.
@@ -34,7 +48,7 @@ func (a *annotations) safeToRepeat(q *request) bool {
 	case "tools/call":
 		a.mu.RLock()
 		defer a.mu.RUnlock()
-		return !q.msg.Batch && a.safe[q.msg.Name]
+		return !q.msg.Batch && a.safe[q.msg.Name].safe
 	}
 	return false
 }
@@ -59,11 +73,14 @@ func (a *annotations) learn(msg []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, t := range m.Result.Tools {
-		safe := t.Annotations != nil && (t.Annotations.ReadOnly || t.Annotations.Idempotent)
+		var h hints
+		if t.Annotations != nil {
+			h = hints{safe: t.Annotations.ReadOnly || t.Annotations.Idempotent, readOnly: t.Annotations.ReadOnly}
+		}
 		if _, known := a.safe[t.Name]; !known && len(a.safe) >= maxTools {
 			continue
 		}
-		a.safe[t.Name] = safe
+		a.safe[t.Name] = h
 	}
 }
 

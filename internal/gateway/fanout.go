@@ -227,6 +227,7 @@ func (m *merger) relay(sw *sse.Writer, rec *record) {
 			if isDuplicate(seen, maphash.Bytes(seed, ev.Data), time.Now()) {
 				continue
 			}
+			m.g.invalidateFrom(ev.Data)
 		}
 		rec.events++
 		if sw.WriteEvent(block) != nil {

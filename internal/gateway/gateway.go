@@ -167,7 +167,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer adm.Done()
-	// 4. Deduplicate: a call that names itself one logical call runs once.
+	// 4. Answer from the cache where the replicas said it is safe.
+	if g.fromCache(w, r, q, rec) {
+		return
+	}
+	// 5. Deduplicate: a call that names itself one logical call runs once.
 	if key, ttl := g.idempotencyKey(r, q); key != "" {
 		c, answered := g.claimOrAnswer(r.Context(), w, q, key, ttl, rec)
 		if answered {
@@ -178,10 +182,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer g.settle(c)
 		}
 	}
-	// 5. Forward, moving on only from replicas the request never reached.
+	// 6. Forward, moving on only from replicas the request never reached.
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
-	// 6. Answer: pass the replica's answer through; if it keeps a streamable
+	// 7. Answer: pass the replica's answer through; if it keeps a streamable
 	// request waiting past the keep-alive interval, open the SSE stream
 	// ourselves so keep-alives can flow before the replica says anything.
 	res, early := g.forwardAwait(ctx, w, r, q, route, rec)
@@ -202,9 +206,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, errSessionNotFound, q.id())
 		return
 	}
-	// 7. Seal the session a replica minted; never show a replica's own ID.
+	// 8. Seal the session a replica minted; never show a replica's own ID.
 	g.learn(q, res.rep, res.resp)
-	// 8. Relay: JSON as is, SSE event by event.
+	// 9. Relay: JSON as is, SSE event by event.
 	if early != nil {
 		g.relayLate(early, r, q, res.resp, rec)
 		return

@@ -28,6 +28,10 @@ type Metrics struct {
 	limitDecisions *prometheus.CounterVec
 	limitFailOpen  prometheus.Counter
 	limitStore     prometheus.Histogram
+
+	cache              *prometheus.CounterVec
+	cacheErrors        prometheus.Counter
+	cacheInvalidations prometheus.Counter
 }
 
 func newMetrics(g *Gateway) *Metrics {
@@ -84,6 +88,23 @@ func newMetrics(g *Gateway) *Metrics {
 		Help:    "Time the limits store took to decide a call (one round trip for Redis).",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .1, .25, 1},
 	})
+	m.cache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_cache_total",
+		Help: "Requests of cacheable methods by method and outcome: hit (answered from the cache), miss (asked the replica), bypass (not cacheable: input responses, a tool not named or not declared read-only, ...).",
+	}, []string{"method", "outcome"})
+	m.cacheErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpfleet_cache_errors_total",
+		Help: "Cache store operations that failed (the replica answered instead).",
+	})
+	m.cacheInvalidations = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpfleet_cache_invalidations_total",
+		Help: "Invalidations made on a replica's list_changed or resources/updated notification.",
+	})
+	m.reg.MustRegister(m.cache, m.cacheErrors, m.cacheInvalidations,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpfleet_cache_bytes",
+			Help: "Bytes of answers the local cache holds (cache.mode local).",
+		}, g.cacheBytes))
 	m.reg.MustRegister(m.limitDecisions, m.limitFailOpen, m.limitStore,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_limit_leases",

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/cache"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
@@ -79,6 +80,12 @@ type Options struct {
 	// Limits admits governed calls (rate, concurrency, tool caps); nil
 	// admits everything. The caller creates and closes it.
 	Limits *limit.Limiter
+	// Cache keeps answers that may be given again (SEP-2549 hints and
+	// CacheRules.Tools); nil means no cache.
+	Cache cache.Store
+	// CacheRules are the operator's caching choices. A zero MaxTTL means
+	// one hour, a zero ToolTTL 60 s.
+	CacheRules cache.Rules
 }
 
 func (o *Options) withDefaults() Options {
@@ -106,6 +113,8 @@ func (o *Options) withDefaults() Options {
 	case v.Idempotency == nil:
 		v.Idempotency = idem.NewMemory(nil)
 	}
+	def(&v.CacheRules.MaxTTL, time.Hour)
+	def(&v.CacheRules.ToolTTL, time.Minute)
 	if v.Tasks == nil {
 		v.Tasks = session.NewTasks(v.MaxTasks)
 	}

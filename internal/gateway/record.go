@@ -20,8 +20,10 @@ type record struct {
 	rejected       bool // answered by the gateway itself
 	early          bool // the gateway opened the SSE stream before the replica answered
 	upstreamStatus int
-	claim          *claim // the request's idempotency claim, if it holds one
-	limit          string // the admission step's verdict; "" when not governed
+	claim          *claim     // the request's idempotency claim, if it holds one
+	limit          string     // the admission step's verdict; "" when not governed
+	cache          string     // hit, miss or bypass; "" when not cacheable
+	cachePlan      *cachePlan // a missed lookup whose answer may be kept
 	clientGone     bool
 	upstreamCut    bool
 	events         int
@@ -81,6 +83,7 @@ func (g *Gateway) finish(rec *record) {
 		slog.String("outcome", out),
 		slog.Int("attempts", rec.attempts),
 		slog.String("limit", rec.limit),
+		slog.String("cache", rec.cache),
 		slog.Bool("early_stream", rec.early),
 		slog.Int("upstream_status", rec.upstreamStatus),
 		slog.Int("events", rec.events),

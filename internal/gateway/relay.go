@@ -40,7 +40,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 		defer copyBufs.Put(bp)
 		var dst io.Writer = cw
 		var seen *capture
-		if watchesTasks(q) || watchesTools(q) || rec.claim != nil {
+		if g.watchesAnswer(q, rec) {
 			seen = captures.Get().(*capture)
 			seen.w, seen.b, seen.over = cw, seen.b[:0], false
 			defer seen.release()
@@ -102,8 +102,14 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			return
 		}
 		rec.events++
-		if watchesTasks(q) || watchesTools(q) || rec.claim != nil {
-			g.noteAnswer(q, sse.Parse(block).Data, rec)
+		if watch, inval := g.watchesAnswer(q, rec), g.opts.Cache != nil; watch || inval {
+			data := sse.Parse(block).Data
+			if watch {
+				g.noteAnswer(q, data, rec)
+			}
+			if inval {
+				g.invalidateFrom(data)
+			}
 		}
 		if rec.clientGone {
 			continue
@@ -116,6 +122,13 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			}
 		}
 	}
+}
+
+// watchesAnswer reports whether the gateway reads the messages of a
+// request's answer: for a task it creates, the tools a list declares, an
+// idempotent result to record, or an answer to cache.
+func (g *Gateway) watchesAnswer(q *request, rec *record) bool {
+	return watchesTasks(q) || watchesTools(q) || rec.claim != nil || rec.cachePlan != nil
 }
 
 func isEventStream(contentType string) bool {

@@ -64,6 +64,7 @@ func (g *Gateway) noteTask(msg []byte, replica string) {
 // tool annotations of a tools/list.
 func (g *Gateway) noteAnswer(q *request, msg []byte, rec *record) {
 	noteResult(rec, q, msg)
+	g.keepAnswer(q, msg, rec)
 	replica := rec.replica
 	switch {
 	case watchesTasks(q):
