@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/cache"
+	"github.com/mcpfleet/mcpfleet/internal/cache/rediscache"
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
@@ -19,6 +22,7 @@ const (
 	idemPrefix  = "mcpfleet:idem:"
 	limitPrefix = "mcpfleet:limit:"
 	taskPrefix  = "mcpfleet:task:"
+	cachePrefix = "mcpfleet:cache:"
 )
 
 // stores are the shared-state pieces a configuration asks for, built once:
@@ -55,6 +59,17 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		}
 		o.Tasks = session.NewRedisTasks(c, taskPrefix)
 	}
+	switch cfg.Cache.Mode {
+	case "local":
+		o.Cache = cache.NewLocal(cfg.Cache.MaxBytes, cfg.Cache.MaxEntryBytes)
+	case "shared":
+		c, err := client()
+		if err != nil {
+			return nil, err
+		}
+		o.Cache = rediscache.New(c, cachePrefix, cfg.Cache.MaxEntryBytes, time.Duration(cfg.Cache.MaxTTL))
+	}
+	o.CacheRules = cfg.CacheRules()
 	if lo := cfg.LimitOptions(log); lo != nil {
 		var ls limit.Store = limit.NewMemory(cfg.Limits.MaxCallers)
 		if cfg.Limits.Store == "redis" {

@@ -90,6 +90,8 @@ type Config struct {
 	// TaskStore is where the task -> replica registry lives: memory or
 	// redis.
 	TaskStore string `yaml:"task_store"`
+	// Cache keeps answers the replicas said may be given again.
+	Cache Cache `yaml:"cache"`
 	// IdempotencyLease bounds how long a running call holds its record.
 	IdempotencyLease Duration `yaml:"idempotency_lease"`
 	// IdempotencyTTL is how long a recorded answer is kept.
@@ -142,6 +144,24 @@ type Limits struct {
 	MaxCallers int `yaml:"max_callers"`
 }
 
+// Cache configures the cache step (docs/GATEWAY.md, "Caching").
+type Cache struct {
+	// Mode is off, local (each gateway its own, bounded by MaxBytes) or
+	// shared (one copy in redis_url's server).
+	Mode string `yaml:"mode"`
+	// Tools are the tools whose tools/call results are kept, if the
+	// replicas declare them readOnlyHint.
+	Tools []string `yaml:"tools"`
+	// TTL is how long a kept tool result lives.
+	TTL Duration `yaml:"ttl"`
+	// MaxTTL bounds every entry, whatever ttlMs says.
+	MaxTTL Duration `yaml:"max_ttl"`
+	// MaxBytes bounds the local cache.
+	MaxBytes int `yaml:"max_bytes"`
+	// MaxEntryBytes bounds one entry, local or shared.
+	MaxEntryBytes int `yaml:"max_entry_bytes"`
+}
+
 // Upstream is one replica.
 type Upstream struct {
 	// Name identifies the replica in metrics and logs; "" means host:port.
@@ -178,6 +198,8 @@ func Default() Config {
 		TaskStore:   "memory",
 		Limits: Limits{Store: "memory", Methods: []string{"tools/call"}, OnStoreError: "open",
 			LeaseTTL: Duration(30 * time.Second), MaxCallers: 100_000},
+		Cache: Cache{Mode: "off", TTL: Duration(time.Minute), MaxTTL: Duration(time.Hour),
+			MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20},
 		IdempotencyLease: Duration(15 * time.Minute),
 		IdempotencyTTL:   Duration(24 * time.Hour),
 	}
@@ -289,6 +311,7 @@ func (c *Config) Validate() error {
 		bad("task_store", "must be memory or redis, got %q", c.TaskStore)
 	}
 	c.validateLimits(bad)
+	c.validateCache(bad)
 	if c.Limits.Store == "redis" && c.SecretFile == "" {
 		// Callers are named by an HMAC under the routing salt: gateways
 		// with salts of their own would each count a caller apart.
@@ -296,9 +319,9 @@ func (c *Config) Validate() error {
 	}
 	switch {
 	case c.RedisURL == "":
-		for key, v := range map[string]string{"idempotency": c.Idempotency, "limits.store": c.Limits.Store, "task_store": c.TaskStore} {
-			if v == "redis" {
-				bad("redis_url", "required when %s is redis", key)
+		for key, v := range map[string]string{"idempotency": c.Idempotency, "limits.store": c.Limits.Store, "task_store": c.TaskStore, "cache.mode": c.Cache.Mode} {
+			if v == "redis" || v == "shared" {
+				bad("redis_url", "required when %s is %s", key, v)
 			}
 		}
 	case !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://"):
@@ -453,5 +476,34 @@ func (c *Config) validateLimits(bad func(string, string, ...any)) {
 	}
 	if l.MaxCallers < 1 {
 		bad("limits.max_callers", "must be at least 1, got %d", l.MaxCallers)
+	}
+}
+
+func (c *Config) validateCache(bad func(string, string, ...any)) {
+	k := c.Cache
+	switch k.Mode {
+	case "off", "local", "shared":
+	default:
+		bad("cache.mode", "must be off, local or shared, got %q", k.Mode)
+	}
+	if k.Mode == "shared" && c.SecretFile == "" {
+		bad("cache.mode", "shared needs secret_file, so that every gateway names a caller's private entries alike (mcpfleet secret makes one)")
+	}
+	for _, t := range k.Tools {
+		if t == "" {
+			bad("cache.tools", "a tool name is empty")
+		}
+	}
+	if d := time.Duration(k.MaxTTL); d < time.Second || d > 24*time.Hour {
+		bad("cache.max_ttl", "must be between 1s and 24h, got %s", d)
+	}
+	if d := time.Duration(k.TTL); d < time.Millisecond || d > time.Duration(k.MaxTTL) {
+		bad("cache.ttl", "must be positive and at most cache.max_ttl, got %s", d)
+	}
+	if k.MaxEntryBytes < 1024 || k.MaxEntryBytes > 64<<20 {
+		bad("cache.max_entry_bytes", "must be between 1024 and 67108864, got %d", k.MaxEntryBytes)
+	}
+	if k.MaxBytes < k.MaxEntryBytes {
+		bad("cache.max_bytes", "must be at least cache.max_entry_bytes, got %d", k.MaxBytes)
 	}
 }

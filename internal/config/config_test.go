@@ -84,6 +84,12 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"limits lease ttl short", base + "limits: {lease_ttl: 10ms}\n", "limits.lease_ttl"},
 		{"limits govern a notification", base + "limits: {methods: [notifications/cancelled]}\n", "limits.methods"},
 		{"limits unknown key", base + "limits: {rps: 5}\n", "rps"},
+		{"cache mode unknown", base + "cache: {mode: disk}\n", "cache.mode"},
+		{"cache shared without url", base + "secret_file: s.yaml\ncache: {mode: shared}\n", "redis_url"},
+		{"cache shared without a shared salt", base + "redis_url: redis://127.0.0.1:6379\ncache: {mode: shared}\n", "cache.mode"},
+		{"cache ttl over max", base + "cache: {mode: local, ttl: 2h, max_ttl: 1h}\n", "cache.ttl"},
+		{"cache entry bound small", base + "cache: {mode: local, max_entry_bytes: 10}\n", "cache.max_entry_bytes"},
+		{"cache empty tool", base + "cache: {mode: local, tools: [\"\"]}\n", "cache.tools"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,5 +158,26 @@ limits:
 	}
 	if d.Limits.OnStoreError != "open" || d.Limits.LeaseTTL != Duration(30*time.Second) || d.Limits.Methods[0] != "tools/call" {
 		t.Fatalf("limit defaults = %+v", d.Limits)
+	}
+}
+
+func TestCacheKeys(t *testing.T) {
+	c, err := Parse([]byte(`upstreams: [{url: "http://127.0.0.1:9001/mcp"}]
+redis_url: redis://127.0.0.1:6379/0
+secret_file: secret.yaml
+cache:
+  mode: shared
+  tools: [lookup]
+  ttl: 30s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.CacheRules()
+	if c.Cache.Mode != "shared" || !r.Tools["lookup"] || r.ToolTTL != 30*time.Second || r.MaxTTL != time.Hour {
+		t.Fatalf("cache = %+v, rules %+v", c.Cache, r)
+	}
+	if d := Default(); d.Cache.Mode != "off" || d.Cache.MaxBytes != 64<<20 {
+		t.Fatalf("cache defaults = %+v", d.Cache)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/cache"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
@@ -132,4 +133,13 @@ func (c *Config) LimitOptions(log *slog.Logger) *limit.Options {
 		Methods: l.Methods, LeaseTTL: time.Duration(l.LeaseTTL),
 		FailClosed: l.OnStoreError == "closed", Log: log,
 	}
+}
+
+// CacheRules returns the cache step's rules.
+func (c *Config) CacheRules() cache.Rules {
+	tools := make(map[string]bool, len(c.Cache.Tools))
+	for _, t := range c.Cache.Tools {
+		tools[t] = true
+	}
+	return cache.Rules{Tools: tools, ToolTTL: time.Duration(c.Cache.TTL), MaxTTL: time.Duration(c.Cache.MaxTTL)}
 }
