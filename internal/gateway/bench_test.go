@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/cache"
+	"github.com/mcpfleet/mcpfleet/internal/cache/rediscache"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/limit/redisstore"
 	storepkg "github.com/mcpfleet/mcpfleet/internal/store"
@@ -121,18 +123,68 @@ func BenchmarkAdmission(b *testing.B) {
 			defer gw.Close()
 			front := newFront(gw)
 			defer front.Close()
-			benchLatency(b, front.URL+"/mcp")
+			benchLatency(b, front.URL+"/mcp", benchRequest)
+		})
+	}
+}
+
+// BenchmarkCacheHit measures a tools/list answered by a canned backend
+// (with ttlMs and cacheScope public) against the same answered from the
+// cache, local and shared in Redis, one request at a time; it reports the
+// p50 and p99 latency.
+func BenchmarkCacheHit(b *testing.B) {
+	answer := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}],"ttlMs":600000,"cacheScope":"public"}}`)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answer)
+	}))
+	defer backend.Close()
+	list := func(url string) *http.Request {
+		req := benchRequest(url)
+		req.Body = io.NopCloser(bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)))
+		req.ContentLength = -1
+		req.Header.Set("Mcp-Method", "tools/list")
+		req.Header.Del("Mcp-Name")
+		return req
+	}
+	for _, mode := range []string{"off", "local", "shared"} {
+		b.Run("cache="+mode, func(b *testing.B) {
+			var c cache.Store
+			switch mode {
+			case "local":
+				c = cache.NewLocal(0, 0)
+			case "shared":
+				client, err := storepkg.NewRedisClient("redis://" + redistest.Start(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer client.Close()
+				c = rediscache.New(client, "bench:", 0, time.Hour)
+			}
+			fl, err := upstream.New([]upstream.Spec{{Name: "canned", URL: backend.URL + "/mcp"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			gw, err := New(fl, nil, &Options{Cache: c})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer gw.Close()
+			front := newFront(gw)
+			defer front.Close()
+			benchLatency(b, front.URL+"/mcp", list)
 		})
 	}
 }
 
 // benchLatency sends b.N requests one at a time and reports p50 and p99.
-func benchLatency(b *testing.B, url string) {
+func benchLatency(b *testing.B, url string, newRequest func(string) *http.Request) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	for b.Loop() {
-		req := benchRequest(url)
+		req := newRequest(url)
 		req.Header.Set("Authorization", "Bearer bench")
 		start := time.Now()
 		resp, err := client.Do(req)
