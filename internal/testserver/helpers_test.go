@@ -1,7 +1,11 @@
 package testserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -115,4 +119,108 @@ func (rec *recorder) seen() []exchange {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return append([]exchange(nil), rec.exchanges...)
+}
+
+// startWith starts a server called name with opts on an httptest server on
+// loopback and returns it with its base URL.
+func startWith(t *testing.T, name string, opts *Options) (*Server, string) {
+	t.Helper()
+	s, err := New(name, opts)
+	if err != nil {
+		t.Fatalf("New(%q, %+v): %v", name, opts, err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return s, hs.URL
+}
+
+// withAuth is an http.RoundTripper that sends every request with the
+// Authorization header auth, or none when auth is empty.
+type withAuth struct{ auth string }
+
+// RoundTrip sends a copy of r carrying the header.
+func (a withAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if a.auth != "" {
+		r.Header.Set("Authorization", a.auth)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// rawCall posts one 2026-07-28 request of method with params to /mcp at
+// base, with the Authorization header auth unless it is empty, and returns
+// the JSON-RPC result and the whole response body. It fails the test on a
+// JSON-RPC error.
+func rawCall(t *testing.T, ctx context.Context, base, method string, params map[string]any, auth string) (map[string]any, string) {
+	t.Helper()
+	params = maps.Clone(params) // callers may share theirs
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    modernVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerProtocolVersion, modernVersion)
+	req.Header.Set("Mcp-Method", method)
+	if name, ok := params["name"].(string); ok {
+		req.Header.Set("Mcp-Name", name)
+	} else if uri, ok := params["uri"].(string); ok {
+		req.Header.Set("Mcp-Name", uri)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("posting %s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer to %s: %v", method, err)
+	}
+	return rpcResult(t, method, raw), string(raw)
+}
+
+// rpcResult returns the result of the JSON-RPC response in raw, a JSON body
+// or an SSE stream, failing the test on an error or when there is none.
+func rpcResult(t *testing.T, method string, raw []byte) map[string]any {
+	t.Helper()
+	payloads := [][]byte{raw}
+	if !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
+		payloads = nil
+		for line := range bytes.Lines(raw) {
+			if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				payloads = append(payloads, data)
+			}
+		}
+	}
+	for _, p := range payloads {
+		var msg struct {
+			Result map[string]any  `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal(p, &msg); err != nil {
+			continue
+		}
+		if msg.Error != nil {
+			t.Fatalf("%s: JSON-RPC error %s", method, msg.Error)
+		}
+		if msg.Result != nil {
+			return msg.Result
+		}
+	}
+	t.Fatalf("%s: no JSON-RPC result in %q", method, raw)
+	return nil
 }

@@ -21,6 +21,10 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"empty name", "", nil, true},
 		{"unknown era", "r", &Options{Era: "2024"}, true},
 		{"negative grace", "r", &Options{ShutdownGrace: -time.Second}, true},
+		{"cache TTL", "r", &Options{CacheTTL: 1500 * time.Millisecond}, false},
+		{"negative cache TTL", "r", &Options{CacheTTL: -time.Second}, true},
+		{"cache TTL below a millisecond", "r", &Options{CacheTTL: time.Microsecond}, true},
+		{"cache TTL not whole milliseconds", "r", &Options{CacheTTL: 1500 * time.Microsecond}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

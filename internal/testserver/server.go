@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,9 +59,18 @@ type Options struct {
 	// file opened with O_APPEND. Nil means no ledger.
 	Ledger io.Writer
 
-	// Calls, when set, counts the tool calls running on this replica (and
-	// on every other that shares it). Nil means no count.
+	// Calls, when set, counts the tool calls running on this replica and
+	// the MCP requests it handles, by method and resources/read URI (and
+	// those of every other replica that shares it). Nil means no count.
 	Calls *Gauge
+
+	// CacheTTL, when positive, is the ttlMs hint (SEP-2549) on every result
+	// that carries cache hints: server/discover, tools/list, prompts/list,
+	// resources/list, resources/templates/list and resources/read. It must
+	// be a whole number of milliseconds. Zero means the SDK's default,
+	// ttlMs 0: stale at once. The cacheScope hint does not depend on it:
+	// "private" on mcpfleet://profile, "public" on every other result.
+	CacheTTL time.Duration
 }
 
 // Validate reports whether o is usable. A nil o is valid.
@@ -76,11 +86,16 @@ func (o *Options) Validate() error {
 	if o.ShutdownGrace < 0 {
 		return fmt.Errorf("validating options: negative shutdown grace %v", o.ShutdownGrace)
 	}
+	if o.CacheTTL < 0 || o.CacheTTL%time.Millisecond != 0 {
+		return fmt.Errorf("validating options: cache TTL %v is not a non-negative whole number of milliseconds", o.CacheTTL)
+	}
 	return nil
 }
 
 // Server is one test replica: an MCP server with the whoami, echo, sleep,
-// mutate and count tools, plus a health endpoint. Its methods are safe for
+// mutate, count, lookup and fetch tools, the mcpfleet://catalog and
+// mcpfleet://profile resources, the mcpfleet://item/{id} resource template
+// and the greet prompt, plus a health endpoint. Its methods are safe for
 // concurrent use.
 type Server struct {
 	name   string
@@ -142,10 +157,13 @@ func New(name string, opts *Options) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{
 		Logger:                    quiet(o.Logger),
 		SupportedProtocolVersions: eraVersions(o.Era),
+		SetCacheable:              cacheTTL(o.CacheTTL),
 	})
 	s.stopped, s.stop = context.WithCancel(context.Background())
 	s.mcp.AddReceivingMiddleware(s.stoppable)
 	s.addTools()
+	s.addResources()
+	s.addPrompts()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -205,13 +223,16 @@ func (s *Server) increment(key, op string) bool {
 }
 
 // stoppable is MCP middleware that ends the handler's context when s.stop
-// is called.
+// is called, and counts the requests and tool calls in s.calls.
 func (s *Server) stoppable(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		unhook := context.AfterFunc(s.stopped, func() { cancel(errStopped) })
 		defer unhook()
+		if s.calls != nil && !strings.HasPrefix(method, "notifications/") {
+			s.calls.handled(method, readURI(req))
+		}
 		if call, ok := req.(*mcp.CallToolRequest); ok && s.calls != nil && call.Params != nil {
 			s.calls.enter(call.Params.Name)
 			defer s.calls.leave(call.Params.Name)

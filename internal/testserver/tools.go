@@ -33,6 +33,9 @@ type (
 	countInput struct {
 		Key string `json:"key" jsonschema:"the counter to read"`
 	}
+	keyInput struct {
+		Key string `json:"key" jsonschema:"the key to look up"`
+	}
 )
 
 // addTools registers the test tools on the MCP server.
@@ -65,6 +68,17 @@ func (s *Server) addTools() {
 		Description: "Returns how many times key was mutated on this replica, as a decimal integer.",
 		Annotations: readOnly(),
 	}, s.count)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "lookup",
+		Description: "Returns the value of key on this replica. Read-only: a cache may answer it.",
+		Annotations: readOnly(),
+	}, s.value)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "fetch",
+		Description: "Returns the value of key on this replica, as lookup does, but is not declared read-only: a cache must not answer it.",
+		// No readOnlyHint: only tools declared read-only may be cached.
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false)},
+	}, s.value)
 }
 
 // readOnly returns the annotations of a tool that changes nothing and
@@ -91,6 +105,12 @@ func (s *Server) echo(_ context.Context, _ *mcp.CallToolRequest, in echoInput) (
 // count returns the counter of in.Key as a decimal integer.
 func (s *Server) count(_ context.Context, _ *mcp.CallToolRequest, in countInput) (*mcp.CallToolResult, any, error) {
 	return text(strconv.Itoa(s.Count(in.Key))), nil, nil
+}
+
+// value returns the value of in.Key, which names the key and the replica;
+// lookup and fetch share it.
+func (s *Server) value(_ context.Context, _ *mcp.CallToolRequest, in keyInput) (*mcp.CallToolResult, any, error) {
+	return text(fmt.Sprintf("value of %s from %s", in.Key, s.name)), nil, nil
 }
 
 // sleep waits in.Seconds, or until ctx ends, which is an error. When the call

@@ -38,6 +38,8 @@ func TestToolResults(t *testing.T) {
 				{"count", map[string]any{"key": "k"}, "2"},
 				{"count", map[string]any{"key": "other"}, "0"},
 				{"sleep", map[string]any{"seconds": 0.01}, "slept 0.01s on replica-b"},
+				{"lookup", map[string]any{"key": "k"}, "value of k from replica-b"},
+				{"fetch", map[string]any{"key": "k"}, "value of k from replica-b"},
 			}
 			for _, st := range steps {
 				if got := callText(t, ctx, cs, st.tool, st.args); got != st.want {
@@ -96,7 +98,10 @@ func TestToolAnnotations(t *testing.T) {
 	for _, tool := range res.Tools {
 		got[tool.Name] = tool.Annotations != nil && tool.Annotations.ReadOnlyHint
 	}
-	want := map[string]bool{"whoami": true, "echo": true, "sleep": true, "count": true, "mutate": false}
+	want := map[string]bool{
+		"whoami": true, "echo": true, "sleep": true, "count": true, "lookup": true,
+		"mutate": false, "fetch": false,
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("readOnlyHint per tool (-want +got):\n%s", diff)
 	}
