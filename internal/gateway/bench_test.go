@@ -15,6 +15,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/limit/redisstore"
 	storepkg "github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
+	"github.com/mcpfleet/mcpfleet/internal/testserver"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -128,53 +129,66 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 }
 
-// BenchmarkCacheHit measures a tools/list answered by a canned backend
-// (with ttlMs and cacheScope public) against the same answered from the
-// cache, local and shared in Redis, one request at a time; it reports the
-// p50 and p99 latency.
+// BenchmarkCacheHit measures a tools/list answered by its replica against
+// the same answered from the cache, local and shared in Redis, one request
+// at a time, in front of a canned backend and of a real testserver (the Go
+// SDK); it reports the p50 and p99 latency. The results carry ttlMs and
+// cacheScope public, so with a cache every request but the first is a hit.
 func BenchmarkCacheHit(b *testing.B) {
 	answer := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}],"ttlMs":600000,"cacheScope":"public"}}`)
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	canned := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(answer)
 	}))
-	defer backend.Close()
+	defer canned.Close()
+	ts, err := testserver.New("ts", &testserver.Options{CacheTTL: 10 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	real := httptest.NewServer(ts.Handler())
+	defer real.Close()
 	list := func(url string) *http.Request {
 		req := benchRequest(url)
-		req.Body = io.NopCloser(bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)))
+		req.Body = io.NopCloser(bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)))
 		req.ContentLength = -1
 		req.Header.Set("Mcp-Method", "tools/list")
 		req.Header.Del("Mcp-Name")
 		return req
 	}
-	for _, mode := range []string{"off", "local", "shared"} {
-		b.Run("cache="+mode, func(b *testing.B) {
-			var c cache.Store
-			switch mode {
-			case "local":
-				c = cache.NewLocal(0, 0)
-			case "shared":
-				client, err := storepkg.NewRedisClient("redis://" + redistest.Start(b))
+	for _, backend := range []*httptest.Server{canned, real} {
+		name := "canned"
+		if backend == real {
+			name = "testserver"
+		}
+		for _, mode := range []string{"off", "local", "shared"} {
+			b.Run("backend="+name+"/cache="+mode, func(b *testing.B) {
+				var c cache.Store
+				switch mode {
+				case "local":
+					c = cache.NewLocal(0, 0)
+				case "shared":
+					client, err := storepkg.NewRedisClient("redis://" + redistest.Start(b))
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer client.Close()
+					c = rediscache.New(client, "bench:", 0, time.Hour)
+				}
+				fl, err := upstream.New([]upstream.Spec{{Name: name, URL: backend.URL + "/mcp"}})
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer client.Close()
-				c = rediscache.New(client, "bench:", 0, time.Hour)
-			}
-			fl, err := upstream.New([]upstream.Spec{{Name: "canned", URL: backend.URL + "/mcp"}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			gw, err := New(fl, nil, &Options{Cache: c})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer gw.Close()
-			front := newFront(gw)
-			defer front.Close()
-			benchLatency(b, front.URL+"/mcp", list)
-		})
+				gw, err := New(fl, nil, &Options{Cache: c})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer gw.Close()
+				front := newFront(gw)
+				defer front.Close()
+				benchLatency(b, front.URL+"/mcp", list)
+			})
+		}
 	}
 }
 
