@@ -25,11 +25,17 @@ import (
 // upstreams lines of a config naming them.
 func limitsFleet(t *testing.T) (*testserver.Gauge, string) {
 	t.Helper()
+	return countedFleet(t, 0)
+}
+
+// countedFleet is limitsFleet with results that carry cacheTTL as ttlMs.
+func countedFleet(t *testing.T, cacheTTL time.Duration) (*testserver.Gauge, string) {
+	t.Helper()
 	calls := &testserver.Gauge{}
 	var b strings.Builder
 	b.WriteString("upstreams:\n")
 	for _, name := range []string{"a", "b", "c"} {
-		s, err := testserver.New(name, &testserver.Options{Calls: calls})
+		s, err := testserver.New(name, &testserver.Options{Calls: calls, CacheTTL: cacheTTL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,4 +239,34 @@ func TestLeasesOfAKilledGatewayLapse(t *testing.T) {
 		t.Errorf("admitted %v after the kill, before the leases could lapse", after)
 	}
 	t.Logf("admitted through the other gateway %v after the kill", time.Since(killed).Round(10*time.Millisecond))
+}
+
+// TestCacheThroughServe: two gateway processes with cache.mode shared
+// answer six callers' tools/list with one execution at the replicas.
+func TestCacheThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	calls, ups := countedFleet(t, time.Minute)
+	gws, _ := startGateways(t, 2, ups+"secret_file: "+writeSecret(t)+"\nredis_url: redis://"+redistest.Start(t)+"/0\ncache: {mode: shared}\n")
+	for i := range 6 {
+		body := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequest(http.MethodPost, "http://"+gws[i%2]+"/mcp", strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list", "Authorization": fmt.Sprintf("Bearer caller-%d", i)} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"cacheScope":"public"`) {
+			t.Fatalf("tools/list %d: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	if n := calls.Method("tools/list"); n != 1 {
+		t.Fatalf("six callers through two gateways sharing a cache: %d executions, want 1", n)
+	}
 }
