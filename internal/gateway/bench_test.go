@@ -113,18 +113,7 @@ func BenchmarkAdmission(b *testing.B) {
 			if l != nil {
 				defer l.Close()
 			}
-			fl, err := upstream.New([]upstream.Spec{{Name: "canned", URL: backend.URL + "/mcp"}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			gw, err := New(fl, nil, &Options{Limits: l})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer gw.Close()
-			front := newFront(gw)
-			defer front.Close()
-			benchLatency(b, front.URL+"/mcp", benchRequest)
+			benchLatency(b, benchGateway(b, "canned", backend.URL, &Options{Limits: l}), benchRequest)
 		})
 	}
 }
@@ -175,21 +164,27 @@ func BenchmarkCacheHit(b *testing.B) {
 					defer client.Close()
 					c = rediscache.New(client, "bench:", 0, time.Hour)
 				}
-				fl, err := upstream.New([]upstream.Spec{{Name: name, URL: backend.URL + "/mcp"}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				gw, err := New(fl, nil, &Options{Cache: c})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer gw.Close()
-				front := newFront(gw)
-				defer front.Close()
-				benchLatency(b, front.URL+"/mcp", list)
+				benchLatency(b, benchGateway(b, name, backend.URL, &Options{Cache: c}), list)
 			})
 		}
 	}
+}
+
+// benchGateway serves a gateway with opts in front of one backend until the
+// benchmark ends, and returns its MCP URL.
+func benchGateway(b *testing.B, name, backend string, opts *Options) string {
+	fl, err := upstream.New([]upstream.Spec{{Name: name, URL: backend + "/mcp"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gw, err := New(fl, nil, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(gw.Close)
+	front := newFront(gw)
+	b.Cleanup(front.Close)
+	return front.URL + "/mcp"
 }
 
 // benchLatency sends b.N requests one at a time and reports p50 and p99.

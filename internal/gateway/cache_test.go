@@ -212,28 +212,26 @@ func TestReadOnlyToolResults(t *testing.T) {
 	f := startCached(t, cache.Rules{Tools: map[string]bool{"lookup": true, "fetch": true}, ToolTTL: ttl}, cache.NewLocal(0, 0))
 	r := newRaw(t, f.fronts[0].URL+"/mcp", "2026-07-28")
 	ask(t, r, "tools/list", nil, "alice") // the gateway learns the annotations
-	call := func(tool, who, key string) {
-		ask(t, r, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{"key": key}}, who)
+	steps := []struct {
+		what          string
+		tool, who, ak string
+		wait          time.Duration
+		runs          int // of tool, in all, after the step
+	}{
+		{"alice", "lookup", "alice", "k", 0, 1},
+		{"alice again, same arguments", "lookup", "alice", "k", 0, 1},
+		{"bob, same arguments", "lookup", "bob", "k", 0, 2},
+		{"alice, other arguments", "lookup", "alice", "other", 0, 3},
+		{"alice after cache.ttl", "lookup", "alice", "k", ttl + 100*time.Millisecond, 4},
+		{"a tool not declared read-only", "fetch", "alice", "k", 0, 1},
+		{"the same again", "fetch", "alice", "k", 0, 2},
 	}
-	call("lookup", "alice", "k")
-	call("lookup", "alice", "k")
-	if n := f.calls.Started("lookup"); n != 1 {
-		t.Fatalf("one caller, same arguments, twice: %d runs, want 1", n)
-	}
-	call("lookup", "bob", "k")
-	call("lookup", "alice", "other")
-	if n := f.calls.Started("lookup"); n != 3 {
-		t.Fatalf("another caller and other arguments: %d runs, want 3", n)
-	}
-	time.Sleep(ttl + 100*time.Millisecond)
-	call("lookup", "alice", "k")
-	if n := f.calls.Started("lookup"); n != 4 {
-		t.Fatalf("after cache.ttl: %d runs, want 4", n)
-	}
-	call("fetch", "alice", "k")
-	call("fetch", "alice", "k")
-	if n := f.calls.Started("fetch"); n != 2 {
-		t.Fatalf("a tool not declared read-only: %d runs of 2 calls", n)
+	for _, st := range steps {
+		time.Sleep(st.wait)
+		ask(t, r, "tools/call", map[string]any{"name": st.tool, "arguments": map[string]any{"key": st.ak}}, st.who)
+		if n := f.calls.Started(st.tool); n != st.runs {
+			t.Fatalf("%s: %s ran %d times, want %d", st.what, st.tool, n, st.runs)
+		}
 	}
 }
 
