@@ -28,7 +28,7 @@ func deps(t *testing.T, pkg string) []string {
 func TestArrowsThatMustNotExist(t *testing.T) {
 	const mod = "github.com/mcpfleet/mcpfleet/internal/"
 	const redis = "github.com/redis/go-redis/v9"
-	for _, pkg := range []string{"health", "balance", "ring", "limit", "sim"} {
+	for _, pkg := range []string{"health", "balance", "ring", "limit", "cache", "sim"} {
 		if d := deps(t, mod+pkg); slices.Contains(d, "net/http") {
 			t.Errorf("%s depends on net/http", pkg)
 		}
@@ -41,5 +41,17 @@ func TestArrowsThatMustNotExist(t *testing.T) {
 	}
 	if slices.Contains(d, redis) {
 		t.Errorf("sim depends on %s", redis)
+	}
+	// The pure decisions bring no store with them.
+	for _, pkg := range []string{"limit", "cache"} {
+		if slices.Contains(deps(t, mod+pkg), redis) {
+			t.Errorf("%s depends on %s", pkg, redis)
+		}
+	}
+	// Tools that only print or simulate do not import the gateway.
+	for _, pkg := range []string{"sim", "lab", "ring", "balance"} {
+		if slices.Contains(deps(t, mod+pkg), mod+"gateway") {
+			t.Errorf("%s depends on internal/gateway", pkg)
+		}
 	}
 }
