@@ -74,6 +74,11 @@ func (g *Gateway) fromCache(w http.ResponseWriter, r *http.Request, q *request, 
 		return false
 	}
 	g.countCache(rec, q, "hit")
+	if watchesTools(q) {
+		// A gateway that only ever saw the list from the cache learns the
+		// replicas' annotations from it too.
+		g.annotations.learn(msg)
+	}
 	g.answerCached(w, r, q, msg, rec)
 	return true
 }

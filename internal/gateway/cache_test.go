@@ -315,3 +315,18 @@ func TestCacheLegacyEraAndStoreDown(t *testing.T) {
 		t.Fatal("store down, but no cache error counted")
 	}
 }
+
+// TestAnnotationsLearnedFromCachedList: a gateway that sees tools/list only
+// as a hit from the shared cache still learns which tools are read-only.
+func TestAnnotationsLearnedFromCachedList(t *testing.T) {
+	f := startCached(t, cache.Rules{Tools: map[string]bool{"lookup": true}}, sharedStores(t, 2)...)
+	ask(t, newRaw(t, f.fronts[0].URL+"/mcp", "2026-07-28"), "tools/list", nil, "alice")
+	second := newRaw(t, f.fronts[1].URL+"/mcp", "2026-07-28")
+	ask(t, second, "tools/list", nil, "alice") // a hit: the replicas see one list
+	for range 2 {
+		ask(t, second, "tools/call", map[string]any{"name": "lookup", "arguments": map[string]any{"key": "k"}}, "alice")
+	}
+	if n, l := f.calls.Started("lookup"), f.calls.Method("tools/list"); n != 1 || l != 1 {
+		t.Fatalf("lookup ran %d times and tools/list %d: want 1 and 1", n, l)
+	}
+}
