@@ -92,6 +92,10 @@ type Config struct {
 	TaskStore string `yaml:"task_store"`
 	// Cache keeps answers the replicas said may be given again.
 	Cache Cache `yaml:"cache"`
+	// Server is the MCP listener's HTTP stack and TLS (tls.go).
+	Server string `yaml:"server"`
+	// TLS terminates TLS on the MCP listener (tls.go).
+	TLS TLS `yaml:"tls"`
 	// IdempotencyLease bounds how long a running call holds its record.
 	IdempotencyLease Duration `yaml:"idempotency_lease"`
 	// IdempotencyTTL is how long a recorded answer is kept.
@@ -312,6 +316,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateLimits(bad)
 	c.validateCache(bad)
+	c.validateServer(bad)
 	if c.Limits.Store == "redis" && c.SecretFile == "" {
 		// Callers are named by an HMAC under the routing salt: gateways
 		// with salts of their own would each count a caller apart.
