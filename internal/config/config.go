@@ -195,6 +195,7 @@ func Default() Config {
 		DialTimeout:       Duration(5 * time.Second),
 		Grace:             Duration(15 * time.Second),
 		LogLevel:          "info",
+		Server:            "h1",
 		Discovery:         Discovery{Scheme: "http", Path: "/mcp", Interval: Duration(10 * time.Second)},
 		HealthCheck: HealthCheck{Interval: Duration(upstream.DefaultCheckInterval), Timeout: Duration(upstream.DefaultCheckTimeout),
 			Fall: upstream.DefaultFall, Rise: upstream.DefaultRise, Path: upstream.DefaultCheckPath},
