@@ -34,7 +34,18 @@ func (q *request) id() []byte {
 // classify reads the body (POST) and works out era, method and session. It
 // decodes only the members routing needs (mcpmsg.Parse).
 func (g *Gateway) classify(w http.ResponseWriter, r *http.Request) (*request, *mcpmsg.Error) {
-	q := &request{sessionID: r.Header.Get(mcpmsg.HeaderSessionID), label: r.Method}
+	q := &request{label: r.Method}
+	switch ids := r.Header[mcpmsg.HeaderSessionID]; {
+	case len(ids) > 1:
+		return q, errSessionRepeated
+	case len(ids) == 1 && ids[0] == "":
+		// A header that names no session is not the absence of one: sent
+		// on as a new caller, it would reach a replica outside any session.
+		g.metrics.sessionMisses.WithLabelValues("malformed").Inc()
+		return q, errSessionNotFound
+	case len(ids) == 1:
+		q.sessionID = ids[0]
+	}
 	version := r.Header.Get(mcpmsg.HeaderProtocolVersion)
 	if r.Method != http.MethodPost {
 		q.era = mcpmsg.EraOf(q.sessionID, version, nil)

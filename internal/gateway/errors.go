@@ -19,6 +19,7 @@ var (
 	errAfterDelivery   = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "replica failed after the request was delivered; not retried"}
 	errHost            = &mcpmsg.Error{Status: http.StatusForbidden, Code: mcpmsg.CodeInvalidRequest, Message: "host not allowed on a loopback listener (DNS rebinding protection)"}
 	errMethod          = &mcpmsg.Error{Status: http.StatusMethodNotAllowed, Code: mcpmsg.CodeInvalidRequest, Message: "method not allowed"}
+	errSessionRepeated = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "more than one Mcp-Session-Id header"}
 )
 
 func headerMismatch(msg string) *mcpmsg.Error {

@@ -118,10 +118,12 @@ func (k *Keyring) Seal(c Claims, rnd io.Reader) (string, error) {
 // change to a single bit.
 func (k *Keyring) Open(token string) (Claims, error) {
 	var buf [MaxTokenLen]byte
-	if len(token) > MaxTokenLen || base64.RawURLEncoding.DecodedLen(len(token)) > len(buf) {
+	if len(token) > MaxTokenLen || base64.RawURLEncoding.DecodedLen(len(token)) > len(buf) || !base64URL(token) {
 		return Claims{}, ErrMalformed
 	}
-	n, err := base64.RawURLEncoding.Decode(buf[:], []byte(token))
+	// One spelling only: Strict refuses the non-zero unused bits that would
+	// let a second spelling of a real ID open (and, say, DELETE its session).
+	n, err := base64.RawURLEncoding.Strict().Decode(buf[:], []byte(token))
 	if err != nil || n < headerLen+nonceLen+16+9 || buf[0] != sealVersion {
 		return Claims{}, ErrMalformed
 	}
@@ -144,4 +146,17 @@ func (k *Keyring) Open(token string) (Claims, error) {
 		Replica:   string(plain[9 : 9+nameLen]),
 		SessionID: string(plain[9+nameLen:]),
 	}, nil
+}
+
+// base64URL reports whether s uses only the unpadded base64url alphabet
+// (RFC 4648 section 5): the decoder would skip line breaks, a second
+// spelling of the same ID.
+func base64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

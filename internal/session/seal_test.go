@@ -183,3 +183,44 @@ func BenchmarkSeal(b *testing.B) {
 		}
 	}
 }
+
+// TestOpenOneSpellingOnly: an ID whose last character differs only in the
+// bits base64 leaves unused decodes to the same bytes; it must not open, or
+// a second spelling of a real ID could end its session.
+func TestOpenOneSpellingOnly(t *testing.T) {
+	k, err := NewKeyring([]Key{{ID: 1, Secret: [32]byte{7}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	var id string
+	for n := 0; ; n++ { // a sealed ID whose length leaves unused bits
+		id, err = k.Seal(Claims{Replica: "a", SessionID: strings.Repeat("s", n)}, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(id)%4 != 0 {
+			break
+		}
+	}
+	if _, err := k.Open(id); err != nil {
+		t.Fatalf("the ID itself: %v", err)
+	}
+	last := strings.IndexByte(alphabet, id[len(id)-1])
+	spare := 2 // unused low bits of the last character: 4 with 2 characters left over, 2 with 3
+	if len(id)%4 == 2 {
+		spare = 4
+	}
+	other := id[:len(id)-1] + string(alphabet[last^1]) // same bytes, other unused bits
+	if (last^1)>>spare != last>>spare {
+		t.Fatal("test bug: the flipped bit is a used one")
+	}
+	if _, err := k.Open(other); err == nil {
+		t.Fatal("a second spelling of a real session ID opened")
+	}
+	for _, bad := range []string{id[:10] + "\n" + id[10:], id + "=", " " + id} {
+		if _, err := k.Open(bad); err == nil {
+			t.Fatalf("%q opened", bad)
+		}
+	}
+}
