@@ -270,3 +270,67 @@ func TestCacheThroughServe(t *testing.T) {
 		t.Fatalf("six callers through two gateways sharing a cache: %d executions, want 1", n)
 	}
 }
+
+// TestReplicasWithoutHealthEndpoint: three replicas without /health (most
+// MCP servers have none) stay eligible with the default checks, /readyz
+// answers 200, and a replica that stops is still taken out of new work.
+func TestReplicasWithoutHealthEndpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	var b strings.Builder
+	b.WriteString("health_check: {interval: 200ms, timeout: 100ms}\nbalance: round-robin\nupstreams:\n")
+	var servers []*httptest.Server
+	for _, name := range []string{"a", "b", "c"} {
+		s, err := testserver.New(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := s.Handler()
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/mcp" {
+				http.NotFound(w, r) // no health endpoint
+				return
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(hs.Close)
+		servers = append(servers, hs)
+		fmt.Fprintf(&b, "  - {name: %s, url: '%s/mcp'}\n", name, hs.URL)
+	}
+	gws, _ := startGateways(t, 1, b.String())
+	time.Sleep(500 * time.Millisecond) // a few check rounds: 200 ms apart
+	if resp, err := http.Get("http://" + gws[0] + "/readyz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/readyz with three replicas without /health: %v %v", resp, err)
+	}
+	seen := map[string]bool{}
+	for range 9 {
+		seen[whoami(t, gws[0])] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("answered by %v, want all three replicas eligible", seen)
+	}
+	servers[2].Close() // replica c stops
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := http.Get("http://" + gws[0] + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("/readyz %d with two replicas up", resp.StatusCode)
+		}
+		seen = map[string]bool{}
+		for range 6 {
+			seen[whoami(t, gws[0])] = true
+		}
+		if !seen["c"] && len(seen) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stopped replica is still given work: %v", seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

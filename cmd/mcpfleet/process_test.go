@@ -219,7 +219,7 @@ func whoami(t *testing.T, gw string) string {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, n := range []string{"old", "new"} {
+	for _, n := range []string{"old", "new", "a", "b", "c"} {
 		if strings.Contains(string(b), `"text":"`+n+`"`) {
 			return n
 		}

@@ -122,6 +122,7 @@ type HealthCheck struct {
 	Rise     int      `yaml:"rise"` // consecutive successes that bring it back
 	Path     string   `yaml:"path"`
 	Host     string   `yaml:"host"` // Host header; "" means each replica URL's host
+	Mode     string   `yaml:"mode"` // http (path; 404 means check by connection) or mcp
 }
 
 // Limits configures the admission step (docs/GATEWAY.md, "Limits").
@@ -198,7 +199,7 @@ func Default() Config {
 		Server:            "h1",
 		Discovery:         Discovery{Scheme: "http", Path: "/mcp", Interval: Duration(10 * time.Second)},
 		HealthCheck: HealthCheck{Interval: Duration(upstream.DefaultCheckInterval), Timeout: Duration(upstream.DefaultCheckTimeout),
-			Fall: upstream.DefaultFall, Rise: upstream.DefaultRise, Path: upstream.DefaultCheckPath},
+			Fall: upstream.DefaultFall, Rise: upstream.DefaultRise, Path: upstream.DefaultCheckPath, Mode: upstream.CheckHTTP},
 		Idempotency: "memory",
 		TaskStore:   "memory",
 		Limits: Limits{Store: "memory", Methods: []string{"tools/call"}, OnStoreError: "open",
@@ -441,6 +442,9 @@ func (c *Config) validateHealthCheck(bad func(string, string, ...any)) {
 	}
 	if !strings.HasPrefix(h.Path, "/") {
 		bad("health_check.path", "must start with /, got %q", h.Path)
+	}
+	if h.Mode != upstream.CheckHTTP && h.Mode != upstream.CheckMCP {
+		bad("health_check.mode", "must be %s or %s, got %q", upstream.CheckHTTP, upstream.CheckMCP, h.Mode)
 	}
 }
 

@@ -84,6 +84,7 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"limits lease ttl short", base + "limits: {lease_ttl: 10ms}\n", "limits.lease_ttl"},
 		{"limits govern a notification", base + "limits: {methods: [notifications/cancelled]}\n", "limits.methods"},
 		{"limits unknown key", base + "limits: {rps: 5}\n", "rps"},
+		{"health mode unknown", base + "health_check: {mode: tcp}\n", "health_check.mode"},
 		{"cache mode unknown", base + "cache: {mode: disk}\n", "cache.mode"},
 		{"cache shared without url", base + "secret_file: s.yaml\ncache: {mode: shared}\n", "redis_url"},
 		{"cache shared without a shared salt", base + "redis_url: redis://127.0.0.1:6379\ncache: {mode: shared}\n", "cache.mode"},

@@ -103,7 +103,7 @@ func (c *Config) CheckOptions(onChange func(string, upstream.State, upstream.Sta
 	}
 	return &upstream.CheckOptions{
 		Interval: time.Duration(h.Interval), Timeout: time.Duration(h.Timeout),
-		Fall: h.Fall, Rise: h.Rise, Path: h.Path, Host: h.Host,
+		Fall: h.Fall, Rise: h.Rise, Path: h.Path, Host: h.Host, Mode: h.Mode,
 		OnChange: onChange, Logger: log,
 	}
 }

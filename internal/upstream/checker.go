@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -29,6 +30,16 @@ const (
 	DefaultCheckPath     = "/health"
 )
 
+// The check modes (CheckOptions.Mode).
+const (
+	// CheckHTTP asks the health path; a 404 there switches the replica to
+	// connection checks.
+	CheckHTTP = "http"
+	// CheckMCP asks the MCP endpoint: a 2026-07-28 server/discover, which
+	// opens no session.
+	CheckMCP = "mcp"
+)
+
 // maxCheckBody bounds how much of a check's answer is read.
 const maxCheckBody = 4 << 10
 
@@ -51,6 +62,11 @@ type CheckOptions struct {
 	// Path is requested on each replica's scheme and host; "" means
 	// "/health". It must start with "/".
 	Path string
+	// Mode is how a replica is checked: CheckHTTP ("" too) asks Path, and
+	// a replica that answers it 404 has no health endpoint and is checked
+	// by connection from then on; CheckMCP asks the replica's MCP endpoint
+	// itself with a request that opens no session.
+	Mode string
 	// Host is the Host header sent; "" means each replica URL's host. Seed
 	// 001: a replica bound to one host may refuse a check naming no host.
 	Host string
@@ -79,6 +95,8 @@ func (o *CheckOptions) Validate() error {
 		return fmt.Errorf("health check path %q: must start with /", o.Path)
 	case strings.ContainsAny(o.Path, "?#"):
 		return fmt.Errorf("health check path %q: no query or fragment allowed", o.Path)
+	case o.Mode != "" && o.Mode != CheckHTTP && o.Mode != CheckMCP:
+		return fmt.Errorf("health check mode %q: want %s or %s", o.Mode, CheckHTTP, CheckMCP)
 	}
 	return nil
 }
@@ -91,6 +109,7 @@ type Checker struct {
 	interval time.Duration
 	timeout  time.Duration
 	path     string
+	mode     string
 	host     string
 	client   *http.Client
 	policy   *policy
@@ -111,6 +130,7 @@ func NewChecker(f *Fleet, opts *CheckOptions) (*Checker, error) {
 		interval: cmp.Or(o.Interval, DefaultCheckInterval),
 		timeout:  cmp.Or(o.Timeout, DefaultCheckTimeout),
 		path:     cmp.Or(o.Path, DefaultCheckPath),
+		mode:     cmp.Or(o.Mode, CheckHTTP),
 		host:     o.Host,
 		client:   o.Client,
 		policy: &policy{
@@ -174,10 +194,19 @@ func (c *Checker) checkOne(ctx context.Context, r *Replica) {
 }
 
 // probe sends one check: 200 is ok, 503 with a JSON "status":"draining" is
-// draining, anything else a failure. The reason never holds header values.
+// draining, anything else a failure. Most MCP servers have no health
+// endpoint: one that answers the path 404 is checked by connection from
+// then on (said once in the log), and passive ejection still takes it out
+// when requests cannot reach it. The reason never holds header values.
 func (c *Checker) probe(ctx context.Context, r *Replica) (Result, string) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	switch {
+	case c.mode == CheckMCP:
+		return c.probeMCP(ctx, r)
+	case r.noHealthPath.Load():
+		return c.probeConn(ctx, r)
+	}
 	target := url.URL{Scheme: r.url.Scheme, Host: r.url.Host, Path: c.path}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
 	if err != nil {
@@ -199,8 +228,80 @@ func (c *Checker) probe(ctx context.Context, r *Replica) (Result, string) {
 		return ResultOK, "status 200"
 	case resp.StatusCode == http.StatusServiceUnavailable && saysDraining(body):
 		return ResultDraining, "status 503 draining"
+	case resp.StatusCode == http.StatusNotFound:
+		if !r.noHealthPath.Swap(true) {
+			c.policy.log.Info("replica has no health endpoint: checking it by connection", "replica", r.name, "path", c.path)
+		}
+		return c.probeConn(ctx, r)
 	}
 	return ResultFail, fmt.Sprintf("status %d", resp.StatusCode)
+}
+
+// probeConn checks that the replica accepts a connection.
+func (c *Checker) probeConn(ctx context.Context, r *Replica) (Result, string) {
+	addr := r.url.Host
+	if r.url.Port() == "" {
+		port := "80"
+		if r.url.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(r.url.Hostname(), port)
+	}
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return ResultFail, "connect: " + failReason(err, c.timeout)
+	}
+	conn.Close()
+	return ResultOK, "connected"
+}
+
+// mcpProbe is the MCP-level check: server/discover (2026-07-28) opens no
+// session and answers what the server is.
+const mcpProbe = `{"jsonrpc":"2.0","id":"mcpfleet-health","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+
+// probeMCP asks the MCP endpoint itself. A JSON-RPC answer of any kind
+// proves the replica serves MCP (a server of older revisions only refuses
+// the version, alive); 503 draining is draining; anything else fails.
+func (c *Checker) probeMCP(ctx context.Context, r *Replica) (Result, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url.String(), strings.NewReader(mcpProbe))
+	if err != nil {
+		return ResultFail, fmt.Sprintf("building check: %v", err)
+	}
+	req.Host = cmp.Or(c.host, r.url.Host)
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover", "User-Agent": "mcpfleet-health-check"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return ResultFail, failReason(err, c.timeout)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
+	switch {
+	case err != nil:
+		return ResultFail, "reading answer: " + failReason(err, c.timeout)
+	case resp.StatusCode == http.StatusServiceUnavailable && saysDraining(body):
+		return ResultDraining, "status 503 draining"
+	case resp.StatusCode < 500 && speaksJSONRPC(body):
+		return ResultOK, fmt.Sprintf("MCP answer, status %d", resp.StatusCode)
+	}
+	return ResultFail, fmt.Sprintf("status %d", resp.StatusCode)
+}
+
+// speaksJSONRPC reports a JSON-RPC 2.0 message in a body, JSON or the
+// first event of an SSE stream.
+func speaksJSONRPC(body []byte) bool {
+	if i := bytes.Index(body, []byte("data:")); i >= 0 && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		body = body[i+5:]
+		if j := bytes.IndexByte(body, '\n'); j >= 0 {
+			body = body[:j]
+		}
+	}
+	var v struct {
+		JSONRPC string `json:"jsonrpc"`
+	}
+	return json.Unmarshal(bytes.TrimSpace(body), &v) == nil && v.JSONRPC == "2.0"
 }
 
 // saysDraining reports a JSON body whose "status" is "draining".

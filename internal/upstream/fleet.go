@@ -37,6 +37,9 @@ type Replica struct {
 	// policy points at the owning fleet's running checker policy (nil
 	// inside when no checker runs).
 	policy *atomic.Pointer[policy]
+	// noHealthPath is set once the replica answered its health path 404:
+	// it has none, and checks go by connection instead.
+	noHealthPath atomic.Bool
 
 	mu sync.Mutex // guards status and orders OnChange calls
 	// status is the replica's state and current streak.
