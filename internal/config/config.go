@@ -92,6 +92,9 @@ type Config struct {
 	TaskStore string `yaml:"task_store"`
 	// Cache keeps answers the replicas said may be given again.
 	Cache Cache `yaml:"cache"`
+	// PassthroughPaths go to a replica as they are, besides the OAuth
+	// discovery documents, which always do.
+	PassthroughPaths []string `yaml:"passthrough_paths"`
 	// Server is the MCP listener's HTTP stack and TLS (tls.go).
 	Server string `yaml:"server"`
 	// TLS terminates TLS on the MCP listener (tls.go).
@@ -318,6 +321,11 @@ func (c *Config) Validate() error {
 	}
 	c.validateLimits(bad)
 	c.validateCache(bad)
+	for _, p := range c.PassthroughPaths {
+		if !strings.HasPrefix(p, "/") || p == "/" || p == c.Path || p == "/healthz" || p == "/readyz" || strings.ContainsAny(p, "?#") {
+			bad("passthrough_paths", "%q: want a path other than /, the MCP path, /healthz and /readyz, without query or fragment", p)
+		}
+	}
 	c.validateServer(bad)
 	if c.Limits.Store == "redis" && c.SecretFile == "" {
 		// Callers are named by an HMAC under the routing salt: gateways

@@ -84,6 +84,8 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"limits lease ttl short", base + "limits: {lease_ttl: 10ms}\n", "limits.lease_ttl"},
 		{"limits govern a notification", base + "limits: {methods: [notifications/cancelled]}\n", "limits.methods"},
 		{"limits unknown key", base + "limits: {rps: 5}\n", "rps"},
+		{"passthrough the MCP path", base + "passthrough_paths: [/mcp]\n", "passthrough_paths"},
+		{"passthrough without slash", base + "passthrough_paths: [token]\n", "passthrough_paths"},
 		{"health mode unknown", base + "health_check: {mode: tcp}\n", "health_check.mode"},
 		{"cache mode unknown", base + "cache: {mode: disk}\n", "cache.mode"},
 		{"cache shared without url", base + "secret_file: s.yaml\ncache: {mode: shared}\n", "redis_url"},

@@ -75,6 +75,7 @@ func (c *Config) gatewayOptions() *gateway.Options {
 		Retries:          retries,
 		DialTimeout:      time.Duration(c.DialTimeout),
 		AllowAnyHost:     c.AllowAnyHost,
+		PassthroughPaths: c.PassthroughPaths,
 	}
 }
 

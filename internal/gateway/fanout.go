@@ -68,7 +68,7 @@ func (g *Gateway) openLegs(ctx context.Context, r *http.Request, q *request, sna
 		rep := snap.At(i)
 		go func() {
 			rep.Acquire()
-			resp, _, err := g.fwd.forward(ctx, rep, r, q.body, "")
+			resp, _, err := g.fwd.forward(ctx, rep, r, q.body, "", "")
 			if err != nil {
 				rep.Release()
 				resp = nil

@@ -20,8 +20,9 @@ import (
 // is the one place to replace for a faster transport.
 type forwarder interface {
 	// forward sends in (with body) to rep; a non-empty sessionID replaces
-	// the client's Mcp-Session-Id with the replica's own.
-	forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID string) (resp *http.Response, delivered bool, err error)
+	// the client's Mcp-Session-Id with the replica's own. target is the
+	// request target at the replica; "" means its MCP endpoint.
+	forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (resp *http.Response, delivered bool, err error)
 }
 
 // httpForwarder forwards over net/http's Transport with a per-replica pool of
@@ -50,7 +51,7 @@ func newHTTPForwarder(dialTimeout time.Duration) *httpForwarder {
 // handshake, or the context ended first. Once a header field went out the
 // request counts as delivered, even if it may still sit in a buffer: when in
 // doubt, never send twice.
-func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID string) (*http.Response, bool, error) {
+func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
 	var wrote bool
 	trace := &httptrace.ClientTrace{
 		WroteHeaderField: func(string, []string) { wrote = true },
@@ -58,6 +59,11 @@ func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *
 	// The replica's parsed URL is shared, not re-parsed per request: the
 	// Transport only reads it.
 	u := rep.URL()
+	if target != "" {
+		t := *u
+		t.Path, t.RawPath, t.RawQuery = in.URL.Path, in.URL.RawPath, in.URL.RawQuery
+		u = &t
+	}
 	out := (&http.Request{
 		Method:     in.Method,
 		URL:        u,
@@ -188,10 +194,13 @@ func newLeanForwarder(dialTimeout time.Duration) *leanForwarder {
 
 var fieldBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}
 
-func (f *leanForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID string) (*http.Response, bool, error) {
+func (f *leanForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
 	u := rep.URL()
 	if u.Scheme != "http" {
-		return f.tls.forward(ctx, rep, in, body, sessionID)
+		return f.tls.forward(ctx, rep, in, body, sessionID, target)
+	}
+	if target == "" {
+		target = u.RequestURI()
 	}
 	addr := u.Host
 	if u.Port() == "" {
@@ -200,7 +209,7 @@ func (f *leanForwarder) forward(ctx context.Context, rep *upstream.Replica, in *
 	bp := fieldBufs.Get().(*[]byte)
 	req := h1.Request{
 		Method:  in.Method,
-		Target:  u.RequestURI(),
+		Target:  target,
 		Host:    u.Host,
 		Fields:  appendFields((*bp)[:0], in, sessionID),
 		Body:    body,

@@ -128,6 +128,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveReadyz(w)
 		return
 	default:
+		if ok, readOnly := g.passesThrough(r.URL.Path); ok {
+			g.servePassthrough(w, r, readOnly)
+			return
+		}
 		http.NotFound(w, r)
 		return
 	}

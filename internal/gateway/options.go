@@ -83,6 +83,12 @@ type Options struct {
 	// Cache keeps answers that may be given again (SEP-2549 hints and
 	// CacheRules.Tools); nil means no cache.
 	Cache cache.Store
+	// PassthroughPaths go to a replica as they are, any method, besides the
+	// OAuth discovery documents (/.well-known/oauth-protected-resource,
+	// oauth-authorization-server, openid-configuration, and their
+	// path-suffixed forms), which always do, GET and HEAD. A path ending in
+	// "/" covers everything under it.
+	PassthroughPaths []string
 	// CacheRules are the operator's caching choices. A zero MaxTTL means
 	// one hour, a zero ToolTTL 60 s.
 	CacheRules cache.Rules
