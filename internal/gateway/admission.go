@@ -26,7 +26,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, q *request, rec 
 	if l == nil || q.msg.Kind != mcpmsg.KindRequest || q.msg.Batch || !l.Governs(q.msg.Method, q.msg.Name) {
 		return nil, true
 	}
-	a := l.Admit(r.Context(), g.limitKey(r), q.msg.Method, q.msg.Name)
+	a := l.Admit(r.Context(), g.limitKey(r, q), q.msg.Method, q.msg.Name)
 	g.metrics.limitStore.Observe(a.StoreTime.Seconds())
 	switch {
 	case a.StoreErr != nil && a.Allowed:
@@ -79,11 +79,15 @@ func (g *Gateway) refuse(w http.ResponseWriter, a *limit.Admission, q *request, 
 	rec.reject(w, e, q.id())
 }
 
-// limitKey returns whose limits a request uses: the salted digest of the
-// credential itself (identity.ResolveCredential), never unverified JWT
-// claims, so a forged token naming another caller spends its own budget.
-func (g *Gateway) limitKey(r *http.Request) string {
+// limitKey returns whose limits a request uses: the verified caller when
+// the gateway verifies tokens, else the salted digest of the credential
+// itself (identity.ResolveCredential), never unverified JWT claims, so a
+// forged token naming another caller spends its own budget.
+func (g *Gateway) limitKey(r *http.Request, q *request) string {
 	a := g.aff
+	if q.verified != nil {
+		return strconv.FormatUint(a.keyer.Key(q.verified.Identity()), 16)
+	}
 	var hops []string
 	if a.proxies != nil {
 		hops = r.Header.Values(a.proxies.Header())

@@ -42,7 +42,7 @@ func (g *Gateway) fromCache(w http.ResponseWriter, r *http.Request, q *request, 
 	}
 	l, ok := cache.Plan(cache.Request{
 		Method: q.msg.Method, Version: version, Params: body.Params,
-		Caller: g.cacheCaller(r), ReadOnly: q.msg.Method == "tools/call" && g.annotations.readOnly(q.msg.Name),
+		Caller: g.cacheCaller(r, q), ReadOnly: q.msg.Method == "tools/call" && g.annotations.readOnly(q.msg.Name),
 	}, g.opts.CacheRules)
 	if !ok {
 		return false
@@ -145,9 +145,13 @@ func (g *Gateway) invalidateFrom(msg []byte) {
 	g.metrics.cacheInvalidations.Inc()
 }
 
-// cacheCaller is the authorization context of cached answers: the salted
-// digest of the credential itself, "" without one (nothing private then).
-func (g *Gateway) cacheCaller(r *http.Request) string {
+// cacheCaller is the authorization context of cached answers: the verified
+// caller, or the salted digest of the credential itself; "" without one
+// (nothing private then).
+func (g *Gateway) cacheCaller(r *http.Request, q *request) string {
+	if q.verified != nil {
+		return strconv.FormatUint(g.aff.keyer.Key(q.verified.Identity()), 16)
+	}
 	id, ok := identity.FromCredentialItself(r.Header.Get("Authorization"), r.Header.Get("Private-Token"))
 	if !ok {
 		return ""

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 )
 
@@ -21,6 +22,7 @@ type request struct {
 	label           string // the JSON-RPC method as metrics show it
 	key             uint64 // the caller's routing key, once keyed (routingKey)
 	keyed           bool
+	verified        *identity.Verified // the caller, when the gateway verified its token
 }
 
 // id returns the request's raw JSON-RPC id for error answers.

@@ -142,12 +142,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, errHost, nil)
 		return
 	}
+	verified, ok := g.authenticate(w, r, rec)
+	if !ok {
+		return
+	}
 	// 1. Classify: read the bounded body, find era, method and session.
 	if r.Method != http.MethodPost && r.Method != http.MethodGet && r.Method != http.MethodDelete {
 		rec.reject(w, errMethod, nil)
 		return
 	}
 	q, rerr := g.classify(w, r)
+	q.verified = verified
 	rec.q = q
 	if rerr != nil {
 		rec.reject(w, rerr, q.id())

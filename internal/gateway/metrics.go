@@ -29,6 +29,7 @@ type Metrics struct {
 	limitFailOpen  prometheus.Counter
 	limitStore     prometheus.Histogram
 
+	auth               *prometheus.CounterVec
 	cache              *prometheus.CounterVec
 	cacheErrors        prometheus.Counter
 	cacheInvalidations prometheus.Counter
@@ -100,6 +101,11 @@ func newMetrics(g *Gateway) *Metrics {
 		Name: "mcpfleet_cache_invalidations_total",
 		Help: "Invalidations made on a replica's list_changed or resources/updated notification.",
 	})
+	m.auth = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_auth_total",
+		Help: "Bearer tokens checked at the gateway (auth on), by outcome: ok, missing, invalid.",
+	}, []string{"outcome"})
+	m.reg.MustRegister(m.auth)
 	m.reg.MustRegister(m.cache, m.cacheErrors, m.cacheInvalidations,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_cache_bytes",

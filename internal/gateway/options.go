@@ -83,6 +83,13 @@ type Options struct {
 	// Cache keeps answers that may be given again (SEP-2549 hints and
 	// CacheRules.Tools); nil means no cache.
 	Cache cache.Store
+	// Auth, when not nil, verifies every MCP request's bearer JWT before
+	// any replica sees it (401 otherwise); the verified iss and sub are the
+	// caller. nil means no verification: the replicas authenticate.
+	Auth *identity.Verifier
+	// AuthResourceMetadata is the URL a 401's challenge names; "" means
+	// the well-known URL at the origin the client used.
+	AuthResourceMetadata string
 	// PassthroughPaths go to a replica as they are, any method, besides the
 	// OAuth discovery documents (/.well-known/oauth-protected-resource,
 	// oauth-authorization-server, openid-configuration, and their
