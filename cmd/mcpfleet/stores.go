@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/limit/redisstore"
 	"github.com/mcpfleet/mcpfleet/internal/session"
@@ -30,6 +32,8 @@ const (
 type stores struct {
 	redis   redis.UniversalClient // nil when no store is redis
 	limiter *limit.Limiter        // nil when no limit is configured
+	stop    context.CancelFunc    // ends the key refresh; nil when none runs
+	done    chan struct{}
 }
 
 // buildStores makes the stores cfg names and hands them to o.
@@ -82,12 +86,36 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		s.limiter = limit.NewLimiter(ls, lo)
 		o.Limits = s.limiter
 	}
+	// Last: nothing after it can fail and leave the refresh running.
+	if vo, src, on := cfg.VerifyOptions(); on {
+		v, err := identity.NewVerifier(vo)
+		if err != nil {
+			s.close()
+			return nil, usageError{fmt.Errorf("auth: %w", err)}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		err = v.Load(ctx, src)
+		cancel()
+		if err != nil {
+			// Nothing starts without keys: every request would be refused.
+			s.close()
+			return nil, usageError{fmt.Errorf("auth: %w", err)}
+		}
+		o.Auth = v
+		ctx, s.stop = context.WithCancel(context.Background())
+		s.done = make(chan struct{})
+		go func() { defer close(s.done); v.Refresh(ctx, src, log) }()
+	}
 	return s, nil
 }
 
 // close stops lease renewals and closes the Redis client, once the gateway
 // no longer serves.
 func (s *stores) close() {
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
 	if s.limiter != nil {
 		s.limiter.Close()
 	}

@@ -92,6 +92,8 @@ type Config struct {
 	TaskStore string `yaml:"task_store"`
 	// Cache keeps answers the replicas said may be given again.
 	Cache Cache `yaml:"cache"`
+	// Auth verifies bearer JWTs at the gateway.
+	Auth Auth `yaml:"auth"`
 	// PassthroughPaths go to a replica as they are, besides the OAuth
 	// discovery documents, which always do.
 	PassthroughPaths []string `yaml:"passthrough_paths"`
@@ -170,6 +172,28 @@ type Cache struct {
 	MaxEntryBytes int `yaml:"max_entry_bytes"`
 }
 
+// Auth configures JWT verification (docs/GATEWAY.md, "Deploying in front
+// of an OAuth-protected server"). Off unless a key source is named.
+type Auth struct {
+	// JWKSFile or JWKSURL is where the issuers' public keys are.
+	JWKSFile string `yaml:"jwks_file"`
+	JWKSURL  string `yaml:"jwks_url"`
+	// JWKSRefresh is how often the keys are read again.
+	JWKSRefresh Duration `yaml:"jwks_refresh"`
+	// Issuers are the accepted iss values; Audiences the accepted aud
+	// values (empty: not checked).
+	Issuers   []string `yaml:"issuers"`
+	Audiences []string `yaml:"audiences"`
+	// ClockSkew is the leeway on exp, nbf and iat.
+	ClockSkew Duration `yaml:"clock_skew"`
+	// ResourceMetadata is the URL a 401's challenge names; "" means the
+	// well-known URL at the origin the client used.
+	ResourceMetadata string `yaml:"resource_metadata"`
+}
+
+// On reports whether verification is configured.
+func (a Auth) On() bool { return a.JWKSFile != "" || a.JWKSURL != "" }
+
 // Upstream is one replica.
 type Upstream struct {
 	// Name identifies the replica in metrics and logs; "" means host:port.
@@ -207,6 +231,7 @@ func Default() Config {
 		TaskStore:   "memory",
 		Limits: Limits{Store: "memory", Methods: []string{"tools/call"}, OnStoreError: "open",
 			LeaseTTL: Duration(30 * time.Second), MaxCallers: 100_000},
+		Auth: Auth{JWKSRefresh: Duration(5 * time.Minute), ClockSkew: Duration(30 * time.Second)},
 		Cache: Cache{Mode: "off", TTL: Duration(time.Minute), MaxTTL: Duration(time.Hour),
 			MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20},
 		IdempotencyLease: Duration(15 * time.Minute),
@@ -321,6 +346,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateLimits(bad)
 	c.validateCache(bad)
+	c.validateAuth(bad)
 	for _, p := range c.PassthroughPaths {
 		if !strings.HasPrefix(p, "/") || p == "/" || p == c.Path || p == "/healthz" || p == "/readyz" || strings.ContainsAny(p, "?#") {
 			bad("passthrough_paths", "%q: want a path other than /, the MCP path, /healthz and /readyz, without query or fragment", p)
@@ -523,5 +549,29 @@ func (c *Config) validateCache(bad func(string, string, ...any)) {
 	}
 	if k.MaxBytes < k.MaxEntryBytes {
 		bad("cache.max_bytes", "must be at least cache.max_entry_bytes, got %d", k.MaxBytes)
+	}
+}
+
+func (c *Config) validateAuth(bad func(string, string, ...any)) {
+	a := c.Auth
+	switch {
+	case a.JWKSFile != "" && a.JWKSURL != "":
+		bad("auth.jwks_file", "use either auth.jwks_file or auth.jwks_url, not both")
+	case !a.On() && (len(a.Issuers) > 0 || len(a.Audiences) > 0 || a.ResourceMetadata != ""):
+		bad("auth.issuers", "verification needs auth.jwks_file or auth.jwks_url")
+	case a.On() && len(a.Issuers) == 0:
+		bad("auth.issuers", "name at least one accepted issuer")
+	}
+	if a.JWKSURL != "" && !strings.HasPrefix(a.JWKSURL, "https://") && !strings.HasPrefix(a.JWKSURL, "http://") {
+		bad("auth.jwks_url", "want an https:// URL, got %q", a.JWKSURL)
+	}
+	if a.ResourceMetadata != "" && !strings.HasPrefix(a.ResourceMetadata, "https://") && !strings.HasPrefix(a.ResourceMetadata, "http://") {
+		bad("auth.resource_metadata", "want an https:// URL, got %q", a.ResourceMetadata)
+	}
+	if d := time.Duration(a.ClockSkew); d < 0 || d > 5*time.Minute {
+		bad("auth.clock_skew", "must be between 0s and 5m, got %s", d)
+	}
+	if d := time.Duration(a.JWKSRefresh); d < 10*time.Second {
+		bad("auth.jwks_refresh", "must be at least 10s, got %s", d)
 	}
 }

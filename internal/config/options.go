@@ -61,21 +61,22 @@ func (c *Config) gatewayOptions() *gateway.Options {
 		retries = -1 // never
 	}
 	return &gateway.Options{
-		Path:             c.Path,
-		Balance:          p,
-		HashEpsilon:      eps,
-		IdempotencyLease: time.Duration(c.IdempotencyLease),
-		IdempotencyTTL:   time.Duration(c.IdempotencyTTL),
-		HashMinLoad:      minLoad,
-		KeepAlive:        keep,
-		MaxBodyBytes:     c.MaxBodyBytes,
-		MaxEventBytes:    c.MaxEventBytes,
-		BodyReadTimeout:  time.Duration(c.BodyReadTimeout),
-		WriteTimeout:     time.Duration(c.WriteTimeout),
-		Retries:          retries,
-		DialTimeout:      time.Duration(c.DialTimeout),
-		AllowAnyHost:     c.AllowAnyHost,
-		PassthroughPaths: c.PassthroughPaths,
+		Path:                 c.Path,
+		Balance:              p,
+		HashEpsilon:          eps,
+		IdempotencyLease:     time.Duration(c.IdempotencyLease),
+		IdempotencyTTL:       time.Duration(c.IdempotencyTTL),
+		HashMinLoad:          minLoad,
+		KeepAlive:            keep,
+		MaxBodyBytes:         c.MaxBodyBytes,
+		MaxEventBytes:        c.MaxEventBytes,
+		BodyReadTimeout:      time.Duration(c.BodyReadTimeout),
+		WriteTimeout:         time.Duration(c.WriteTimeout),
+		Retries:              retries,
+		DialTimeout:          time.Duration(c.DialTimeout),
+		AllowAnyHost:         c.AllowAnyHost,
+		PassthroughPaths:     c.PassthroughPaths,
+		AuthResourceMetadata: c.Auth.ResourceMetadata,
 	}
 }
 
@@ -143,4 +144,15 @@ func (c *Config) CacheRules() cache.Rules {
 		tools[t] = true
 	}
 	return cache.Rules{Tools: tools, ToolTTL: time.Duration(c.Cache.TTL), MaxTTL: time.Duration(c.Cache.MaxTTL)}
+}
+
+// VerifyOptions returns the token verifier's options and its key source,
+// or false when verification is off.
+func (c *Config) VerifyOptions() (identity.VerifyOptions, identity.KeySource, bool) {
+	a := c.Auth
+	if !a.On() {
+		return identity.VerifyOptions{}, identity.KeySource{}, false
+	}
+	return identity.VerifyOptions{Issuers: a.Issuers, Audiences: a.Audiences, ClockSkew: time.Duration(a.ClockSkew)},
+		identity.KeySource{File: a.JWKSFile, URL: a.JWKSURL, Refresh: time.Duration(a.JWKSRefresh)}, true
 }
