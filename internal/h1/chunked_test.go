@@ -36,17 +36,19 @@ func TestChunkedValid(t *testing.T) {
 		{"mixed-case hex", "aB\r\n" + strings.Repeat("y", 0xab) + "\r\n0\r\n\r\n", strings.Repeat("y", 0xab), ""},
 		{"leading zeros", "0005\r\nhello\r\n000\r\n\r\n", "hello", ""},
 		{"15 hex digits", "00000000000000a\r\n0123456789\r\n0\r\n\r\n", "0123456789", ""},
+		{"16 hex digits", "000000000000000a\r\n0123456789\r\n0\r\n\r\n", "0123456789", ""},
 		{"extensions", "5;name=value\r\nhello\r\n6;a;b=\"q;x\"\r\n world\r\n0;last\r\n\r\n", "hello world", ""},
-		{"OWS before extension", "5 ;x=y\r\nhello\r\n0\t;z\r\n\r\n", "hello", ""},
+		{"OWS inside and after an extension", "5; x = y \t\r\nhello\r\n0;\tz\r\n\r\n", "hello", ""},
+		{"empty extension", "5;\r\nhello\r\n0\r\n\r\n", "hello", ""},
 		{"OWS after size", "5 \t\r\nhello\r\n0 \r\n\r\n", "hello", ""},
 		{"CRLF in data", "4\r\n\r\n\r\n\r\n0\r\n\r\n", "\r\n\r\n", ""},
 		{"binary data", "3\r\n\x00\xff\n\r\n0\r\n\r\n", "\x00\xff\n", ""},
 		{"next response follows", "5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\n", "hello", "HTTP/1.1 200 OK\r\n"},
 		{"trailers consumed", "5\r\nhello\r\n0\r\nX-Trailer: a\r\nX-Other: b\r\n\r\nNEXT", "hello", "NEXT"},
-		{"odd trailer bytes are skipped", "5\r\nhello\r\n0\r\n not a field\r\n\r\nNEXT", "hello", "NEXT"},
-		{"bare LF accepted", "5\nhello\n0\n\nNEXT", "hello", "NEXT"},
-		{"extension longer than the buffer", "5;" + strings.Repeat("e", 5000) + "\r\nhello\r\n0\r\n\r\n", "hello", ""},
-		{"trailer longer than the buffer", "0\r\nX: " + strings.Repeat("t", 5000) + "\r\n\r\nNEXT", "", "NEXT"},
+		{"trailer with an empty value and obs-text", "0\r\nX-E:\r\nX-O: caf\xc3\xa9\r\n\r\nNEXT", "", "NEXT"},
+		{"chunk line of 4096 bytes", "5;" + strings.Repeat("e", maxChunkLine-4) + "\r\nhello\r\n0\r\n\r\n", "hello", ""},
+		{"trailer section of 4096 bytes", "0\r\nX: " + strings.Repeat("t", maxTrailerBytes-7) + "\r\n\r\nNEXT", "", "NEXT"},
+		{"extensions paid for by data", strings.Repeat("1;"+strings.Repeat("e", 100)+"\r\nx\r\n", 150) + "0\r\n\r\n", strings.Repeat("x", 150), ""},
 		{"big chunk", "10000\r\n" + strings.Repeat("z", 0x10000) + "\r\n0\r\n\r\n", strings.Repeat("z", 0x10000), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,6 +61,11 @@ func TestChunkedValid(t *testing.T) {
 			}
 			if rest != tc.rest {
 				t.Errorf("left after the body %q, want %q", rest, tc.rest)
+			}
+			// net/http reads the same body, ending at the same byte.
+			want, n, err := netHTTPChunked([]byte(tc.in))
+			if err != nil || string(want) != body || n != len(tc.in)-len(rest) {
+				t.Errorf("net/http: %q from %d bytes, %v; chunkedReader %q from %d", trunc(string(want)), n, err, trunc(body), len(tc.in)-len(rest))
 			}
 		})
 	}
@@ -74,37 +81,71 @@ func trunc(s string) string {
 func TestChunkedInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
-		want     error // ErrMalformed or io.ErrUnexpectedEOF
+		want     error // ErrMalformed, errBadTrailer or io.ErrUnexpectedEOF
 		body     string
+		// netHTTP: net/http's textproto reader takes this trailer section,
+		// which the header rules refuse (FuzzChunked allows just that).
+		netHTTP bool
 	}{
-		{"missing CRLF after data", "5\r\nhelloX\r\n0\r\n\r\n", ErrMalformed, "hello"},
-		{"data longer than size", "5\r\nhello world\r\n0\r\n\r\n", ErrMalformed, "hello"},
-		{"next size glued to data", "5\r\nhello0\r\n\r\n", ErrMalformed, "hello"},
-		{"empty size", "\r\nhello\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"not hex", "x\r\nhello\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"size with garbage", "5x\r\nhello\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"negative size", "-5\r\nhello\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"0x prefix", "0x5\r\nhello\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"leading space", " 5\r\nhello\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"space inside size", "1 0\r\n0123456789abcdef\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"16 hex digits", "000000000000000a\r\n0123456789\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"oversize", "10000000000000000\r\nx\r\n", ErrMalformed, ""},
-		{"huge", strings.Repeat("f", 40) + "\r\nx\r\n", ErrMalformed, ""},
-		{"bad size after a chunk", "5\r\nhello\r\nzz\r\n", ErrMalformed, "hello"},
-		{"size line over MaxHeadBytes", "5;" + strings.Repeat("e", MaxHeadBytes) + "\r\nhello\r\n0\r\n\r\n", ErrMalformed, ""},
-		{"trailer line over MaxHeadBytes", "5\r\nhello\r\n0\r\nX: " + strings.Repeat("t", MaxHeadBytes) + "\r\n\r\n", ErrMalformed, "hello"},
-		{"long line after data", "5\r\nhello" + strings.Repeat("x", 5000) + "\r\n0\r\n\r\n", ErrMalformed, "hello"},
+		// CVE-2025-22871: no bare LF or CR in a chunk's framing.
+		{name: "bare LF after the size", in: "5\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "bare LF everywhere", in: "5\nhello\n0\n\nNEXT", want: ErrMalformed},
+		{name: "bare LF after the data", in: "5\r\nhello\n0\r\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "bare CR after the data", in: "5\r\nhello\r0\r\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "bare LF after the last chunk", in: "5\r\nhello\r\n0\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "bare CR in the size", in: "5\r\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "bare CR in an extension", in: "5;a\rb\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "bare CR then LF in an extension", in: "5;a\rb=\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "bare LF ending an extension", in: "5;a=b\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "request hidden behind a bare LF", in: "2;\n\r\nxx\r\n45\r\n0\r\n\r\nPOST /smuggled HTTP/1.1\r\nHost: a\r\n\r\n", want: ErrMalformed},
 
-		{"empty input", "", io.ErrUnexpectedEOF, ""},
-		{"size only", "5", io.ErrUnexpectedEOF, ""},
-		{"size line only", "5\r\n", io.ErrUnexpectedEOF, ""},
-		{"short data", "5\r\nhel", io.ErrUnexpectedEOF, "hel"},
-		{"no CRLF after data", "5\r\nhello", io.ErrUnexpectedEOF, "hello"},
-		{"half CRLF after data", "5\r\nhello\r", io.ErrUnexpectedEOF, "hello"},
-		{"no last chunk", "5\r\nhello\r\n", io.ErrUnexpectedEOF, "hello"},
-		{"no blank line after last chunk", "5\r\nhello\r\n0\r\n", io.ErrUnexpectedEOF, "hello"},
-		{"unterminated trailer", "5\r\nhello\r\n0\r\nX-T: v\r\n", io.ErrUnexpectedEOF, "hello"},
-		{"unterminated trailer line", "0\r\nX-T: v", io.ErrUnexpectedEOF, ""},
+		{name: "missing CRLF after data", in: "5\r\nhelloX\r\n0\r\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "data longer than size", in: "5\r\nhello world\r\n0\r\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "next size glued to data", in: "5\r\nhello0\r\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "empty size", in: "\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "extension without a size", in: ";x\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "not hex", in: "x\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "size with garbage", in: "5x\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "negative size", in: "-5\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "signed size", in: "+5\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "0x prefix", in: "0x5\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "leading space", in: " 5\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "space inside size", in: "1 0\r\n0123456789abcdef\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "OWS before an extension", in: "5 ;x=y\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "tab before an extension", in: "5\t;x\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "17 hex digits", in: "0000000000000000a\r\n0123456789\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "oversize", in: "10000000000000000\r\nx\r\n", want: ErrMalformed},
+		{name: "huge", in: strings.Repeat("f", 40) + "\r\nx\r\n", want: ErrMalformed},
+		{name: "size past 1<<62", in: "4000000000000000\r\nx\r\n", want: ErrMalformed},
+		{name: "bad size after a chunk", in: "5\r\nhello\r\nzz\r\n", want: ErrMalformed, body: "hello"},
+		{name: "chunk line of 4097 bytes", in: "5;" + strings.Repeat("e", maxChunkLine-3) + "\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "size line over MaxHeadBytes", in: "5;" + strings.Repeat("e", MaxHeadBytes) + "\r\nhello\r\n0\r\n\r\n", want: ErrMalformed},
+		{name: "long line after data", in: "5\r\nhello" + strings.Repeat("x", 5000) + "\r\n0\r\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "extensions outgrowing the data", in: strings.Repeat("1;"+strings.Repeat("e", 100)+"\r\nx\r\n", 200) + "0\r\n\r\n", want: ErrMalformed, body: strings.Repeat("x", 190)},
+
+		{name: "trailer section of 4097 bytes", in: "5\r\nhello\r\n0\r\nX: " + strings.Repeat("t", maxTrailerBytes-6) + "\r\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "trailer line over MaxHeadBytes", in: "5\r\nhello\r\n0\r\nX: " + strings.Repeat("t", MaxHeadBytes) + "\r\n\r\n", want: ErrMalformed, body: "hello"},
+		{name: "trailer without a colon", in: "0\r\nnot a field\r\n\r\n", want: errBadTrailer},
+		{name: "trailer with an empty name", in: "0\r\n: v\r\n\r\n", want: errBadTrailer},
+		{name: "trailer starting with a space", in: "0\r\n X: v\r\n\r\n", want: errBadTrailer},
+		{name: "trailer with NUL", in: "0\r\nX: a\x00b\r\n\r\n", want: errBadTrailer},
+		{name: "trailer with a bare CR", in: "0\r\nX: a\rb\r\n\r\n", want: errBadTrailer},
+		{name: "blank trailer line of a bare LF", in: "0\r\n\nPOST /smuggled HTTP/1.1\r\nHost: a\r\n\r\n", want: errBadTrailer, netHTTP: true},
+		{name: "trailer folded", in: "0\r\nX: 1\r\n 2\r\n\r\n", want: errBadTrailer, netHTTP: true},
+		{name: "trailer with a space before the colon", in: "0\r\nX : 1\r\n\r\n", want: errBadTrailer, netHTTP: true},
+		{name: "trailer ending in a bare LF", in: "0\r\nX: 1\nY: 2\r\n\r\n", want: errBadTrailer, netHTTP: true},
+		{name: "trailer ending in CR CR LF", in: "0\r\nX: 1\r\r\n\r\n", want: errBadTrailer},
+
+		{name: "empty input", in: "", want: io.ErrUnexpectedEOF},
+		{name: "size only", in: "5", want: io.ErrUnexpectedEOF},
+		{name: "size line only", in: "5\r\n", want: io.ErrUnexpectedEOF},
+		{name: "short data", in: "5\r\nhel", want: io.ErrUnexpectedEOF, body: "hel"},
+		{name: "no CRLF after data", in: "5\r\nhello", want: io.ErrUnexpectedEOF, body: "hello"},
+		{name: "half CRLF after data", in: "5\r\nhello\r", want: io.ErrUnexpectedEOF, body: "hello"},
+		{name: "no last chunk", in: "5\r\nhello\r\n", want: io.ErrUnexpectedEOF, body: "hello"},
+		{name: "no blank line after last chunk", in: "5\r\nhello\r\n0\r\n", want: io.ErrUnexpectedEOF, body: "hello"},
+		{name: "unterminated trailer", in: "5\r\nhello\r\n0\r\nX-T: v\r\n", want: io.ErrUnexpectedEOF, body: "hello"},
+		{name: "unterminated trailer line", in: "0\r\nX-T: v", want: io.ErrUnexpectedEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body, _, err := readChunked(t, tc.in)
@@ -112,7 +153,10 @@ func TestChunkedInvalid(t *testing.T) {
 				t.Fatalf("error %v, want %v", err, tc.want)
 			}
 			if body != tc.body {
-				t.Errorf("body read before the error %q, want %q", body, tc.body)
+				t.Errorf("body read before the error %q, want %q", trunc(body), trunc(tc.body))
+			}
+			if _, _, err := netHTTPChunked([]byte(tc.in)); (err == nil) != tc.netHTTP {
+				t.Errorf("net/http's error %v; want one: %v", err, !tc.netHTTP)
 			}
 		})
 	}

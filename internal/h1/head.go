@@ -1,14 +1,3 @@
-// Package h1 is the gateway's upstream HTTP/1.1 client: a pool of kept-alive
-// connections per replica, a request writer that sends a request in one
-// write, and a response parser that allocates little. It does what the
-// gateway needs and no more: no proxies, no redirects, no compression, no
-// TLS (https replicas go through net/http), one request per connection at a
-// time.
-//
-// net/http's Transport spends two goroutines, two buffers and several
-// channel hand-offs on every connection and request; on loopback that was
-// most of the gateway's cost per request (docs/BENCHMARKS.md). Here the
-// goroutine that forwards a request writes it and reads the answer itself.
 package h1
 
 import (
@@ -63,8 +52,10 @@ type Head struct {
 // fields, up to the blank line. It skips interim 1xx answers other than
 // 101, which it refuses (the gateway never asks to switch protocols).
 // Obsolete line folding, bad field names, a bad or conflicting
-// Content-Length, and heads over MaxHeadBytes or MaxFields are refused with
-// an error wrapping ErrMalformed.
+// Content-Length, a Transfer-Encoding other than one "chunked" (or any in
+// HTTP/1.0), a Trailer field announcing a framing field, and heads over
+// MaxHeadBytes or MaxFields are refused with an error wrapping
+// ErrMalformed: nothing net/http's ReadResponse refuses is accepted.
 func ReadHead(br *bufio.Reader) (*Head, error) {
 	for range maxInterim + 1 {
 		h, err := readOne(br)
@@ -96,7 +87,7 @@ func readOne(br *bufio.Reader) (*Head, error) {
 	if h.Header, err = readFields(br, &budget); err != nil {
 		return nil, err
 	}
-	if err := h.frame(); err != nil {
+	if err := h.frame(minor); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -153,9 +144,25 @@ func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 	return h, nil
 }
 
-// readLine returns the next line without its CRLF (or bare LF), charging it
-// to the budget. The slice is valid until the next read from br.
+// readLine returns the next line without its CRLF (or bare LF, which RFC
+// 9112 section 2.2 lets a recipient take in a head), charging it to the
+// budget. The slice is valid until the next read from br.
 func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
+	line, err := readRawLine(br, budget)
+	if err != nil {
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, nil
+}
+
+// readRawLine returns the next line with its LF, charging it to the budget;
+// a line over the budget is errTooLarge. The slice is valid until the next
+// read from br.
+func readRawLine(br *bufio.Reader, budget *int) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		// A line longer than the buffer (a large token, say) is put
@@ -175,10 +182,6 @@ func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
 	}
 	if *budget -= len(line); *budget < 0 {
 		return nil, errTooLarge
-	}
-	line = line[:len(line)-1]
-	if len(line) > 0 && line[len(line)-1] == '\r' {
-		line = line[:len(line)-1]
 	}
 	return line, nil
 }
@@ -205,74 +208,93 @@ func parseStatusLine(line []byte) (int, byte, error) {
 	return s, line[7], nil
 }
 
-// frame decides the body's framing from the status and fields.
-func (h *Head) frame() error {
+// frame decides the body's framing from the status and fields. It checks
+// Transfer-Encoding, Content-Length and Trailer whatever the status, as
+// net/http does, so that it accepts no response net/http refuses.
+func (h *Head) frame(minor byte) error {
 	if hasCloseToken(h.Header["Connection"]) {
 		h.Close = true
 	}
-	if h.Status < 200 || h.Status == http.StatusNoContent || h.Status == http.StatusNotModified {
-		h.Framing = NoBody
-		return nil
+	te, cl := h.Header["Transfer-Encoding"], h.Header["Content-Length"]
+	chunked := len(te) > 0
+	if chunked {
+		// RFC 9112 section 6.1: Transfer-Encoding in HTTP/1.0 is faulty
+		// framing. Like net/http, only one field saying chunked is taken:
+		// nothing here would undo another coding.
+		if minor == '0' {
+			return malformed("Transfer-Encoding in HTTP/1.0")
+		}
+		if !onlyChunked(te) {
+			return malformed("unsupported transfer coding")
+		}
+		if badTrailerDecl(h.Header["Trailer"]) {
+			return malformed("bad Trailer field")
+		}
 	}
-	te := h.Header["Transfer-Encoding"]
-	cl := h.Header["Content-Length"]
-	if len(te) > 0 {
-		// The final coding decides; anything but chunked runs to the close.
-		last := te[len(te)-1]
-		if i := strings.LastIndexByte(last, ','); i >= 0 {
-			last = last[i+1:]
-		}
-		if equalFold(trimOWS(last), "chunked") {
-			h.Framing = Chunked
-		} else {
-			h.Framing, h.Close = UntilClose, true
-		}
-		if len(cl) > 0 {
-			h.Close = true // RFC 9112 section 6.3: close after such a message
-		}
-		return nil
-	}
+	n := int64(-1)
 	if len(cl) > 0 {
-		n, err := parseLength(cl)
-		if err != nil {
+		var err error
+		if n, err = parseLength(cl); err != nil {
 			return err
 		}
-		h.Framing, h.Length = Length, n
-		return nil
 	}
-	h.Framing, h.Close = UntilClose, true
+	switch {
+	case h.Status < 200 || h.Status == http.StatusNoContent || h.Status == http.StatusNotModified:
+		h.Framing = NoBody
+	case chunked:
+		h.Framing = Chunked
+		if n >= 0 {
+			h.Close = true // RFC 9112 section 6.3: close after such a message
+		}
+	case n >= 0:
+		h.Framing, h.Length = Length, n
+	default:
+		h.Framing, h.Close = UntilClose, true
+	}
 	return nil
 }
 
-// parseLength parses Content-Length values, which must all agree (a list
-// "5, 5" counts as one value).
-func parseLength(values []string) (int64, error) {
-	n := int64(-1)
+// onlyChunked reports whether Transfer-Encoding is one field saying
+// chunked (any case), the only coding net/http takes.
+func onlyChunked(te []string) bool {
+	return len(te) == 1 && equalFold(trimOWS(te[0]), "chunked")
+}
+
+// badTrailerDecl reports whether a Trailer field announces a field that
+// frames the message (RFC 9110 section 6.5.1); net/http refuses those.
+func badTrailerDecl(values []string) bool {
 	for _, v := range values {
-		for {
-			part, rest, more := strings.Cut(v, ",")
-			part = trimOWS(part)
-			if part == "" || len(part) > 18 {
-				return 0, malformed("bad Content-Length")
+		for len(v) > 0 {
+			var name string
+			name, v = nextItem(v)
+			if equalFold(name, "Transfer-Encoding") || equalFold(name, "Content-Length") || equalFold(name, "Trailer") {
+				return true
 			}
-			m, err := strconv.ParseUint(part, 10, 63)
-			if err != nil {
-				return 0, malformed("bad Content-Length")
-			}
-			if n >= 0 && int64(m) != n {
-				return 0, malformed("conflicting Content-Length")
-			}
-			n = int64(m)
-			if !more {
-				break
-			}
-			v = rest
 		}
 	}
-	if n < 0 {
+	return false
+}
+
+// parseLength parses Content-Length values as net/http does: repeated
+// fields must be the same text once OWS is trimmed, and that text is
+// decimal digits (RFC 9110 section 8.6). A list ("5, 5") is refused, and so
+// are "5" and "05" together: a recipient that reads one of them some other
+// way must not be handed the message.
+func parseLength(values []string) (int64, error) {
+	if len(values) == 0 {
 		return 0, malformed("bad Content-Length")
 	}
-	return n, nil
+	first := trimOWS(values[0])
+	for _, v := range values[1:] {
+		if trimOWS(v) != first {
+			return 0, malformed("conflicting Content-Length")
+		}
+	}
+	n, err := strconv.ParseUint(first, 10, 63)
+	if err != nil {
+		return 0, malformed("bad Content-Length")
+	}
+	return int64(n), nil
 }
 
 // validName reports whether b is an RFC 9110 token.

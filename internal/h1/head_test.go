@@ -75,6 +75,10 @@ func runHeadCases(t *testing.T, cases []headCase) {
 			if tc.rest != "" && rest != tc.rest {
 				t.Errorf("left after the head: %q, want %q", rest, tc.rest)
 			}
+			// What ReadHead accepts, net/http accepts (FuzzReadHead).
+			if _, err := netHTTPFinal([]byte(tc.in)); err != nil {
+				t.Errorf("net/http refuses it: %v", err)
+			}
 		})
 	}
 }
@@ -240,13 +244,17 @@ func TestReadHeadContentLength(t *testing.T) {
 		{name: "five", in: head("Content-Length: 5\r\n"), status: 200, framing: Length, length: 5},
 		{name: "OWS around", in: head("Content-Length: \t 5 \t\r\n"), status: 200, framing: Length, length: 5},
 		{name: "leading zeros", in: head("Content-Length: 007\r\n"), status: 200, framing: Length, length: 7},
-		{name: "list of equal values", in: head("Content-Length: 5, 5\r\n"), status: 200, framing: Length, length: 5},
-		{name: "list without space", in: head("Content-Length: 5,5,5\r\n"), status: 200, framing: Length, length: 5},
 		{name: "equal repeated fields", in: head("Content-Length: 5\r\n", "Content-Length: 5\r\n"), status: 200, framing: Length, length: 5},
-		{name: "equal values spelt differently", in: head("Content-Length: 5\r\n", "content-length: 05\r\n"), status: 200, framing: Length, length: 5},
+		{name: "equal repeated fields, OWS", in: head("Content-Length: 5\r\n", "Content-Length:\t5 \r\n"), status: 200, framing: Length, length: 5},
 		{name: "18 digits", in: head("Content-Length: 999999999999999999\r\n"), status: 200, framing: Length, length: 999999999999999999},
+		{name: "max int64", in: head("Content-Length: 9223372036854775807\r\n"), status: 200, framing: Length, length: 9223372036854775807},
+		{name: "leading zeros past 18 digits", in: head("Content-Length: 0000000000000000005\r\n"), status: 200, framing: Length, length: 5},
 		{name: "with connection close", in: head("Content-Length: 3\r\n", "Connection: close\r\n"), status: 200, framing: Length, length: 3, close: true},
 
+		// net/http takes one number, spelt the same in every field.
+		{name: "list of equal values", in: head("Content-Length: 5, 5\r\n"), bad: true},
+		{name: "list without space", in: head("Content-Length: 5,5,5\r\n"), bad: true},
+		{name: "equal values spelt differently", in: head("Content-Length: 5\r\n", "content-length: 05\r\n"), bad: true},
 		{name: "conflicting list", in: head("Content-Length: 5, 6\r\n"), bad: true},
 		{name: "conflicting fields", in: head("Content-Length: 5\r\n", "Content-Length: 6\r\n"), bad: true},
 		{name: "conflicting in the second field's list", in: head("Content-Length: 5\r\n", "Content-Length: 5, 7\r\n"), bad: true},
@@ -264,7 +272,6 @@ func TestReadHeadContentLength(t *testing.T) {
 		{name: "leading comma", in: head("Content-Length: ,5\r\n"), bad: true},
 		{name: "empty second field", in: head("Content-Length: 5\r\n", "Content-Length:\r\n"), bad: true},
 		{name: "huge", in: head("Content-Length: 99999999999999999999\r\n"), bad: true},
-		{name: "max int64", in: head("Content-Length: 9223372036854775807\r\n"), bad: true},
 		{name: "overflows int64", in: head("Content-Length: 9223372036854775808\r\n"), bad: true},
 	})
 }
@@ -276,17 +283,26 @@ func TestReadHeadFraming(t *testing.T) {
 	runHeadCases(t, []headCase{
 		{name: "chunked", in: head("200 OK", "Transfer-Encoding: chunked\r\n") + "5\r\n", status: 200, framing: Chunked, rest: "5\r\n"},
 		{name: "chunked any case", in: head("200 OK", "transfer-encoding: CHUNKED\r\n"), status: 200, framing: Chunked},
-		{name: "chunked last of a list", in: head("200 OK", "Transfer-Encoding: gzip, chunked\r\n"), status: 200, framing: Chunked},
-		{name: "chunked last of a list, OWS", in: head("200 OK", "Transfer-Encoding: gzip ,\tchunked \r\n"), status: 200, framing: Chunked},
-		{name: "chunked in the last field", in: head("200 OK", "Transfer-Encoding: gzip\r\n", "Transfer-Encoding: chunked\r\n"), status: 200, framing: Chunked},
-		{name: "chunked not last", in: head("200 OK", "Transfer-Encoding: chunked, gzip\r\n"), status: 200, framing: UntilClose, close: true},
-		{name: "chunked in an earlier field", in: head("200 OK", "Transfer-Encoding: chunked\r\n", "Transfer-Encoding: gzip\r\n"), status: 200, framing: UntilClose, close: true},
-		{name: "other coding", in: head("200 OK", "Transfer-Encoding: gzip\r\n"), status: 200, framing: UntilClose, close: true},
-		{name: "chunkedx is not chunked", in: head("200 OK", "Transfer-Encoding: chunkedx\r\n"), status: 200, framing: UntilClose, close: true},
+		{name: "chunked, OWS", in: head("200 OK", "Transfer-Encoding: \tchunked \r\n"), status: 200, framing: Chunked},
 		{name: "TE with CL closes", in: head("200 OK", "Content-Length: 5\r\n", "Transfer-Encoding: chunked\r\n"), status: 200, framing: Chunked, close: true},
 		{name: "CL after TE closes", in: head("200 OK", "Transfer-Encoding: chunked\r\n", "Content-Length: 5\r\n"), status: 200, framing: Chunked, close: true},
-		{name: "TE over a bad CL", in: head("200 OK", "Transfer-Encoding: chunked\r\n", "Content-Length: 5, 6\r\n"), status: 200, framing: Chunked, close: true},
-		{name: "chunked in HTTP/1.0 closes", in: "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", status: 200, framing: Chunked, close: true},
+		{name: "Trailer announcing other fields", in: head("200 OK", "Transfer-Encoding: chunked\r\n", "Trailer: X-Sum, Server-Timing\r\n"), status: 200, framing: Chunked},
+		{name: "Trailer without chunked is ignored", in: head("200 OK", "Trailer: Content-Length\r\n", cl0), status: 200, framing: Length},
+		// Like net/http: one Transfer-Encoding field, saying chunked, in
+		// HTTP/1.1; anything else could be read another way.
+		{name: "chunked last of a list", in: head("200 OK", "Transfer-Encoding: gzip, chunked\r\n"), bad: true},
+		{name: "chunked in the last field", in: head("200 OK", "Transfer-Encoding: gzip\r\n", "Transfer-Encoding: chunked\r\n"), bad: true},
+		{name: "chunked twice", in: head("200 OK", "Transfer-Encoding: chunked, chunked\r\n"), bad: true},
+		{name: "chunked not last", in: head("200 OK", "Transfer-Encoding: chunked, gzip\r\n"), bad: true},
+		{name: "other coding", in: head("200 OK", "Transfer-Encoding: gzip\r\n"), bad: true},
+		{name: "identity", in: head("200 OK", "Transfer-Encoding: identity\r\n", cl0), bad: true},
+		{name: "chunkedx is not chunked", in: head("200 OK", "Transfer-Encoding: chunkedx\r\n"), bad: true},
+		{name: "empty TE", in: head("200 OK", "Transfer-Encoding:\r\n", cl0), bad: true},
+		{name: "TE over a bad CL", in: head("200 OK", "Transfer-Encoding: chunked\r\n", "Content-Length: 5, 6\r\n"), bad: true},
+		{name: "chunked in HTTP/1.0", in: "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", bad: true},
+		{name: "Trailer announcing Content-Length", in: head("200 OK", "Transfer-Encoding: chunked\r\n", "Trailer: X-Sum, content-length\r\n"), bad: true},
+		{name: "Trailer announcing Transfer-Encoding", in: head("200 OK", "Transfer-Encoding: chunked\r\n", "Trailer: Transfer-Encoding\r\n"), bad: true},
+		{name: "Trailer announcing Trailer", in: head("200 OK", "Transfer-Encoding: chunked\r\n", "Trailer: Trailer\r\n"), bad: true},
 		{name: "no framing", in: head("200 OK", "Content-Type: text/plain\r\n") + "body", status: 200, framing: UntilClose, close: true, rest: "body"},
 		{name: "no fields at all", in: head("200 OK"), status: 200, framing: UntilClose, close: true},
 		{name: "no framing in HTTP/1.0", in: "HTTP/1.0 200 OK\r\n\r\n", status: 200, framing: UntilClose, close: true},
@@ -303,8 +319,11 @@ func TestReadHeadFraming(t *testing.T) {
 
 		{name: "204", in: head("204 No Content") + "next", status: 204, framing: NoBody, rest: "next"},
 		{name: "204 ignores CL", in: head("204 No Content", "Content-Length: 5\r\n") + "next", status: 204, framing: NoBody, rest: "next"},
-		{name: "204 ignores a bad CL", in: head("204 No Content", "Content-Length: x\r\n"), status: 204, framing: NoBody},
 		{name: "204 ignores TE", in: head("204 No Content", "Transfer-Encoding: chunked\r\n"), status: 204, framing: NoBody},
+		// net/http checks framing fields whatever the status.
+		{name: "204 with a bad CL", in: head("204 No Content", "Content-Length: x\r\n"), bad: true},
+		{name: "204 with another coding", in: head("204 No Content", "Transfer-Encoding: gzip\r\n"), bad: true},
+		{name: "100 with a bad CL", in: "HTTP/1.1 100 Continue\r\nContent-Length: 5, 5\r\n\r\n" + head("200 OK", cl0), bad: true},
 		{name: "304", in: head("304 Not Modified", "Content-Length: 100\r\n", "ETag: \"x\"\r\n") + "next", status: 304, framing: NoBody, rest: "next"},
 		{name: "304 with close", in: head("304 Not Modified", "Connection: close\r\n"), status: 304, framing: NoBody, close: true},
 		{name: "205 has a body", in: head("205 Reset Content", "Content-Length: 0\r\n"), status: 205, framing: Length},

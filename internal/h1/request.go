@@ -44,17 +44,18 @@ type RequestHead struct {
 // It refuses, with a *RequestError, what RFC 9112 says a server must
 // refuse and what would let a request be read two ways (request
 // smuggling): obsolete line folding, bad field names or values, a
-// Transfer-Encoding other than chunked, Transfer-Encoding together with
-// Content-Length, conflicting Content-Length values, a missing or repeated
-// Host in HTTP/1.1, and versions other than HTTP/1.0 and 1.1. An error that
-// is not a *RequestError is the connection's (EOF, a timeout).
+// Transfer-Encoding other than one "chunked", Transfer-Encoding together
+// with Content-Length or in HTTP/1.0, Content-Length values that are not
+// one decimal number spelt the same way, a Trailer field announcing a
+// framing field, an empty line before the request line, a missing or
+// repeated Host in HTTP/1.1, and versions other than HTTP/1.0 and 1.1. An
+// error that is not a *RequestError is the connection's (EOF, a timeout).
 func ReadRequestHead(br *bufio.Reader, maxBytes int) (*RequestHead, error) {
 	budget := maxBytes
+	// RFC 9112 section 2.2 says a server SHOULD ignore an empty line before
+	// a request; net/http does not, and neither does this, so that the two
+	// agree on where every request starts.
 	line, err := readLine(br, &budget)
-	// RFC 9112 section 2.2: ignore at least one empty line before a request.
-	if err == nil && len(line) == 0 {
-		line, err = readLine(br, &budget)
-	}
 	if err != nil {
 		return nil, requestErr(err)
 	}
@@ -176,8 +177,11 @@ func (h *RequestHead) frame() error {
 		if h.Minor == 0 {
 			return badRequest("Transfer-Encoding in HTTP/1.0")
 		}
-		if len(te) != 1 || !equalFold(trimOWS(te[0]), "chunked") {
+		if !onlyChunked(te) {
 			return &RequestError{Status: http.StatusNotImplemented, Reason: "unsupported transfer encoding"}
+		}
+		if badTrailerDecl(h.Header["Trailer"]) {
+			return badRequest("bad Trailer field")
 		}
 		h.Chunked = true
 		return nil
