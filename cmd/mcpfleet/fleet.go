@@ -51,47 +51,69 @@ func (rg *runningGateway) startBackground(cfg config.Config, configPath string, 
 		}
 		rg.bg.wg.Go(func() { _ = checker.Run(ctx) })
 	}
-	if dopts := cfg.DiscoverOptions(rg.log); dopts != nil {
+	dopts := cfg.DiscoverOptions(rg.log)
+	if dopts != nil {
 		d, err := upstream.NewDiscoverer(dopts)
 		if err != nil {
 			cancel()
 			return usageError{err}
 		}
 		rg.bg.wg.Go(func() { d.Run(ctx, fleet) })
-	} else if configPath != "" {
-		rg.bg.wg.Go(func() { rg.reloadOnHangup(ctx, configPath, fleet) })
+	}
+	// SIGHUP re-reads the upstreams (unless DNS owns the fleet) and the
+	// certificates. The handler is in place before this returns: a signal
+	// sent once the gateway serves is never the default one, which exits.
+	if dopts != nil {
+		configPath = ""
+	}
+	if configPath != "" || len(rg.certs) > 0 {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		rg.bg.wg.Go(func() {
+			defer signal.Stop(hup)
+			rg.reloadOnHangup(ctx, hup, configPath, fleet)
+		})
 	}
 	return nil
 }
 
-// reloadOnHangup re-reads the config file on SIGHUP and swaps in its
-// upstreams. A file that does not validate changes nothing; requests in
-// flight keep their replicas either way.
-func (rg *runningGateway) reloadOnHangup(ctx context.Context, path string, fleet *upstream.Fleet) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// reloadOnHangup, on each SIGHUP, reads the certificate files again, then,
+// if path is not "", re-reads the config file and swaps in its upstreams.
+// A pair or a file that does not load changes nothing of its own; requests
+// and connections in flight keep their replicas and certificates either way.
+func (rg *runningGateway) reloadOnHangup(ctx context.Context, hup <-chan os.Signal, path string, fleet *upstream.Fleet) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
 		}
-		cfg, err := config.Load(path)
-		if err == nil && cfg.Discovery.DNSName != "" {
-			err = fmt.Errorf("discovery cannot be turned on by a reload; restart instead")
+		for _, c := range rg.certs {
+			c.reload(rg.log)
 		}
-		if err != nil {
-			rg.log.Error("reload refused: nothing changed", "error", err.Error())
-			continue
+		if path != "" {
+			rg.reloadUpstreams(path, fleet)
 		}
-		change, err := fleet.Update(cfg.Specs())
-		if err != nil {
-			rg.log.Error("reload refused: nothing changed", "error", err.Error())
-			continue
-		}
-		rg.log.Info("reloaded upstreams", "added", change.Added, "removed", change.Removed)
 	}
+}
+
+// reloadUpstreams re-reads the config file and swaps in its upstreams. A
+// file that does not validate changes nothing.
+func (rg *runningGateway) reloadUpstreams(path string, fleet *upstream.Fleet) {
+	cfg, err := config.Load(path)
+	if err == nil && cfg.Discovery.DNSName != "" {
+		err = fmt.Errorf("discovery cannot be turned on by a reload; restart instead")
+	}
+	if err != nil {
+		rg.log.Error("reload refused: nothing changed", "error", err.Error())
+		return
+	}
+	change, err := fleet.Update(cfg.Specs())
+	if err != nil {
+		rg.log.Error("reload refused: nothing changed", "error", err.Error())
+		return
+	}
+	rg.log.Info("reloaded upstreams", "added", change.Added, "removed", change.Removed)
 }
 
 // stop ends the background loops and waits for them.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
-	"github.com/mcpfleet/mcpfleet/internal/h1"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -39,6 +38,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	drain := fs.Duration("drain-delay", -1, "after SIGTERM, how long to keep serving with /healthz draining (default 0, at most 5m)")
 	grace := fs.Duration("grace", -1, "after the drain delay, how long requests and streams in flight may finish (default 15s)")
 	secret := fs.String("secret-file", "", "session keys and routing salt `file` (mode 0600; 'mcpfleet secret' makes one)")
+	server := fs.String("server", "", "MCP listener's HTTP stack: h1 (plaintext HTTP/1.1) or std (net/http: HTTP/1.1, and HTTP/2 with TLS) (default h1)")
+	certFile := fs.String("tls-cert-file", "", "PEM certificate chain `file` for TLS on the MCP listener (needs --tls-key-file and --server std)")
+	keyFile := fs.String("tls-key-file", "", "PEM private key `file` of --tls-cert-file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -60,6 +62,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	set(&cfg.LogLevel, *level)
 	set(&cfg.SecretFile, *secret)
 	set(&cfg.TrustedProxyHeader, *proxyHeader)
+	set(&cfg.Server, *server)
+	set(&cfg.TLS.CertFile, *certFile)
+	set(&cfg.TLS.KeyFile, *keyFile)
 	if *proxies != "" {
 		cfg.TrustedProxies = strings.Split(*proxies, ",")
 	}
@@ -92,7 +97,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "mcpfleet: serving MCP at http://%s%s\n", gw.addr, cfg.Path)
+	fmt.Fprintf(stdout, "mcpfleet: serving MCP at %s\n", mcpURL(cfg, gw.addr))
 	<-ctx.Done()
 	return gw.drainAndShutdown(time.Duration(cfg.DrainDelay), time.Duration(cfg.Grace))
 }
@@ -103,15 +108,14 @@ type runningGateway struct {
 	admin  net.Addr // nil when off
 	gw     *gateway.Gateway
 	stores *stores // closed after the gateway
-	srv    *h1.Server
+	srv    mcpServer
 	adm    *http.Server
+	certs  []*certSlot // the listeners' certificates, reloaded on SIGHUP
 	served chan error
 	log    *slog.Logger
 	bg     *background // health checks, discovery, reloads
 }
 
-// startGateway listens and serves the gateway described by a validated cfg.
-// configPath, if not "", is re-read on SIGHUP.
 // gcPercent is the garbage collector's target when GOGC is not set. A
 // gateway's live heap is small (buffers and records of requests in flight)
 // and its garbage is per request, so collecting less often buys
@@ -127,8 +131,16 @@ func tuneGC() {
 	}
 }
 
+// startGateway listens and serves the gateway described by a validated cfg.
+// configPath, if not "", is re-read on SIGHUP. Everything (certificates,
+// listeners, background loops and the SIGHUP handler) is ready before the
+// first request is served, so a gateway that answers /readyz also reloads.
 func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runningGateway, error) {
 	tuneGC()
+	certs, admCerts, err := loadCerts(cfg, log)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	fleet, err := buildFleet(cfg, log)
 	if err != nil {
 		return nil, err
@@ -146,52 +158,87 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		st.close()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		gw.Close()
-		st.close()
-		return nil, fmt.Errorf("listening: %w", err)
-	}
-	rg := &runningGateway{addr: ln.Addr(), gw: gw, stores: st, served: make(chan error, 2), log: log}
-	rg.srv = &h1.Server{
-		Handler:           gw,
-		ReadHeaderTimeout: time.Duration(cfg.ReadHeaderTimeout),
-		IdleTimeout:       time.Duration(cfg.IdleTimeout),
-		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		Log:               log,
-	}
-	go func() { rg.served <- rg.srv.Serve(ln) }()
-	if cfg.Admin != "" {
-		aln, err := net.Listen("tcp", cfg.Admin)
-		if err != nil {
-			rg.srv.Close()
-			gw.Close()
-			st.close()
-			return nil, fmt.Errorf("listening on admin address: %w", err)
+	rg := &runningGateway{gw: gw, stores: st, served: make(chan error, 2), log: log}
+	for _, c := range []*certSlot{certs, admCerts} {
+		if c != nil {
+			rg.certs = append(rg.certs, c)
 		}
-		reg := gw.Metrics().Registry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", gw.Metrics().Handler())
-		// Profiles, for the operator who asks where the time goes; the
-		// admin listener is theirs alone (docs/GATEWAY.md).
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		rg.admin = aln.Addr()
-		rg.adm = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { rg.served <- rg.adm.Serve(aln) }()
 	}
-	if err := rg.startBackground(cfg, configPath, fleet); err != nil {
-		rg.srv.Close()
+	fail := func(err error, lns ...net.Listener) (*runningGateway, error) {
+		for _, ln := range lns {
+			if ln != nil {
+				ln.Close()
+			}
+		}
 		gw.Close()
 		st.close()
 		return nil, err
 	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fail(fmt.Errorf("listening: %w", err))
+	}
+	rg.addr = ln.Addr()
+	var aln net.Listener
+	if cfg.Admin != "" {
+		if aln, err = net.Listen("tcp", cfg.Admin); err != nil {
+			return fail(fmt.Errorf("listening on admin address: %w", err), ln)
+		}
+		rg.admin = aln.Addr()
+	}
+	if err := rg.startBackground(cfg, configPath, fleet); err != nil {
+		return fail(err, ln, aln)
+	}
+	srv, serve := newMCPServer(cfg, gw, log, certs)
+	rg.srv = srv
+	go func() { rg.served <- serve(ln) }()
+	if aln != nil {
+		rg.serveAdmin(aln, admCerts)
+	}
 	log.Info("gateway listening", "addr", rg.addr.String(), "admin", cfg.Admin,
-		"upstreams", len(cfg.Upstreams), "balance", cfg.Balance)
+		"upstreams", len(cfg.Upstreams), "balance", cfg.Balance, "server", cfg.Server, "tls", certs != nil)
 	return rg, nil
+}
+
+// loadCerts loads the MCP and admin listeners' certificates, each nil when
+// its listener serves plaintext.
+func loadCerts(cfg config.Config, log *slog.Logger) (mcp, admin *certSlot, err error) {
+	if cfg.TLS.Enabled() {
+		if mcp, err = newCertSlot("tls", cfg.TLS.CertPair); err != nil {
+			return nil, nil, err
+		}
+		log.Info("loaded certificate", certAttrs(mcp.prefix, mcp.cert.Load())...)
+	}
+	if cfg.TLS.Admin.Enabled() {
+		if admin, err = newCertSlot("tls.admin", cfg.TLS.Admin); err != nil {
+			return nil, nil, err
+		}
+		log.Info("loaded certificate", certAttrs(admin.prefix, admin.cert.Load())...)
+	}
+	return mcp, admin, nil
+}
+
+// serveAdmin serves /metrics and Go's profiles on aln, over TLS when certs
+// is not nil.
+func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot) {
+	reg := rg.gw.Metrics().Registry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", rg.gw.Metrics().Handler())
+	// Profiles, for the operator who asks where the time goes; the
+	// admin listener is theirs alone (docs/GATEWAY.md).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	rg.adm = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: newServerLog(rg.log)}
+	if certs == nil {
+		go func() { rg.served <- rg.adm.Serve(aln) }()
+		return
+	}
+	rg.adm.TLSConfig = certs.tlsConfig(true)
+	go func() { rg.served <- rg.adm.ServeTLS(aln, "", "") }()
 }
 
 // drainAndShutdown is the gateway's own drain: /healthz answers
