@@ -1,0 +1,113 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"testing"
+	"time"
+)
+
+// startH2Front serves the gateway over TLS with net/http's server and
+// HTTP/2, as mcpfleet serve does with server: std, and returns its MCP URL
+// and a client that speaks HTTP/2 only to it (one connection, reused).
+func startH2Front(t *testing.T, gw *Gateway) (string, *http.Client) {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(gw)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	tr := ts.Client().Transport.(*http.Transport).Clone()
+	tr.ForceAttemptHTTP2 = true
+	tr.TLSClientConfig.NextProtos = []string{"h2"}
+	t.Cleanup(tr.CloseIdleConnections)
+	return ts.URL + "/mcp", &http.Client{Transport: tr}
+}
+
+// TestEarlyStreamOverH2: when the gateway opens a silent call's SSE stream
+// itself, an HTTP/2 client gets the headers and the first DATA frame (the
+// keep-alive comment) together, not the headers alone until the next event.
+func TestEarlyStreamOverH2(t *testing.T) {
+	const keepAlive = 400 * time.Millisecond
+	f := startFleet(t, 1, &Options{KeepAlive: keepAlive})
+	url, client := startH2Front(t, f.gw)
+	r := &raw{t: t, url: url, version: "2026-07-28", client: client}
+	start := time.Now()
+	resp := r.post(context.Background(), 1, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"seconds": 1.6}}, nil)
+	defer resp.Body.Close()
+	headers := time.Since(start)
+	if resp.ProtoMajor != 2 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("answer %s %q, want HTTP/2 text/event-stream", resp.Proto, resp.Header.Get("Content-Type"))
+	}
+	if headers > 1200*time.Millisecond {
+		t.Fatalf("headers came %v into a 1.6 s call: the stream was not opened early", headers)
+	}
+	buf := make([]byte, 64)
+	n, err := resp.Body.Read(buf)
+	first := time.Since(start) - headers
+	if err != nil || !bytes.HasPrefix(buf[:n], []byte(": keep-alive")) {
+		t.Fatalf("first read: %q, %v; want the keep-alive comment", buf[:n], err)
+	}
+	t.Logf("headers %v into the call, the first DATA frame %v after them", headers, first)
+	// The next comment is due one interval later: a first read that waited
+	// for it would mean the headers went out alone.
+	if first > keepAlive/2 {
+		t.Errorf("the first DATA frame came %v after the headers, want it with them", first)
+	}
+	rest, _ := io.ReadAll(resp.Body)
+	if !bytes.Contains(rest, []byte(`"result"`)) {
+		t.Errorf("the stream ended without the result: %q", rest)
+	}
+}
+
+// TestResetStreamOverH2 is TestDroppedStreamSemantics over HTTP/2: a client
+// that resets a 2026-07-28 call's stream (RST_STREAM, its connection kept)
+// cancels the call before it mutates; a legacy call runs on. The next
+// request reuses the connection, so what the gateway saw was a reset, not
+// a closed connection.
+func TestResetStreamOverH2(t *testing.T) {
+	tests := []struct {
+		version string
+		want    int
+	}{
+		{"2026-07-28", 0},
+		{"2025-11-25", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			f := startFleet(t, 3, &Options{KeepAlive: 200 * time.Millisecond})
+			url, client := startH2Front(t, f.gw)
+			r := &raw{t: t, url: url, version: tt.version, client: client}
+			if tt.version == "2025-11-25" {
+				r.initialize()
+			}
+			key := "h2-" + tt.version
+			ctx, reset := context.WithCancel(context.Background())
+			resp := r.post(ctx, 3, "tools/call", map[string]any{
+				"name": "mutate", "arguments": map[string]any{"key": key, "seconds": 1.6, "at": 0.5},
+			}, nil)
+			if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+				t.Fatalf("answer %s %d, want HTTP/2 200", resp.Proto, resp.StatusCode)
+			}
+			time.Sleep(300 * time.Millisecond) // the call runs; its mutation is due at 0.8 s
+			reset()
+			resp.Body.Close()
+			time.Sleep(2 * time.Second) // past the call's end
+			if got := f.count(key); got != tt.want {
+				t.Errorf("after the client reset the stream, %s mutated %d times, want %d", key, got, tt.want)
+			}
+			var reused bool
+			trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+			resp = r.post(httptrace.WithClientTrace(context.Background(), trace), 4, "tools/call",
+				map[string]any{"name": "whoami", "arguments": map[string]any{}}, nil)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !reused {
+				t.Errorf("the request after the reset: status %d, connection reused %v; want 200 on the same connection", resp.StatusCode, reused)
+			}
+		})
+	}
+}
