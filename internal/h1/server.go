@@ -300,8 +300,12 @@ func (c *serverConn) awaitRequest() bool {
 	return true
 }
 
-// refuse answers a request the server cannot read, and the connection ends.
+// refuse answers a request the server cannot read, and the connection ends
+// gently (lingerClose): the client may still be sending the rest of it, and
+// a close with its bytes unread would reset the connection before the
+// client reads why (as net/http does).
 func (c *serverConn) refuse(e *RequestError) {
+	c.linger = true
 	body := e.Reason + "\n"
 	b := make([]byte, 0, 160)
 	b = append(b, "HTTP/1.1 "...)
