@@ -64,6 +64,9 @@ step "go test -race"
 # own below, not beside the other packages on two cores.
 go test -race -count=1 -timeout 15m $(go list ./... | grep -v /internal/chaos)
 
+step "go test -race: the gateway behind net/http's server (server: std)"
+MCPFLEET_TEST_SERVER=std go test -race -count=1 ./internal/gateway
+
 step "chaos: rolling restarts under load (internal/chaos, alone)"
 go test -count=1 -timeout 5m ./internal/chaos
 

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -247,20 +249,56 @@ func hasPrefixLine(all []string, prefix string) int {
 }
 
 // frontServer serves a gateway on a loopback port the way mcpfleet serve
-// does: with internal/h1's server.
+// does: with internal/h1's server (server: h1, the default), or with
+// net/http's when MCPFLEET_TEST_SERVER=std (server: std), so that the
+// end-to-end tests run behind both.
 type frontServer struct {
 	URL string
-	srv *h1.Server
+	srv interface{ Close() error } // *h1.Server or *http.Server
 }
 
+// testServer is MCPFLEET_TEST_SERVER: "h1" (or unset) or "std".
+func testServer() string {
+	switch v := os.Getenv("MCPFLEET_TEST_SERVER"); v {
+	case "", "h1":
+		return "h1"
+	case "std":
+		return "std"
+	default:
+		panic(fmt.Sprintf("MCPFLEET_TEST_SERVER=%q: want h1 or std", v))
+	}
+}
+
+// newFront serves h with the front server MCPFLEET_TEST_SERVER names.
 func newFront(h http.Handler) *frontServer {
+	return newFrontOn(testServer(), h)
+}
+
+// newFrontOn serves h with the named front server, h1 or std. The std one
+// is net/http's as mcpfleet serve sets it up without TLS: HTTP/1.1 only.
+func newFrontOn(server string, h http.Handler) *frontServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
+	f := &frontServer{URL: "http://" + ln.Addr().String()}
+	if server == "std" {
+		s := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       time.Minute,
+			ErrorLog:          log.New(io.Discard, "", 0),
+			Protocols:         new(http.Protocols),
+		}
+		s.Protocols.SetHTTP1(true)
+		go func() { _ = s.Serve(ln) }()
+		f.srv = s
+		return f
+	}
 	s := &h1.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	go func() { _ = s.Serve(ln) }()
-	return &frontServer{URL: "http://" + ln.Addr().String(), srv: s}
+	f.srv = s
+	return f
 }
 
 func (f *frontServer) Close() { f.srv.Close() }
