@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
+	"github.com/mcpfleet/mcpfleet/internal/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/h1"
 )
 
@@ -69,7 +70,7 @@ func newMCPServer(cfg config.Config, h http.Handler, log *slog.Logger, certs *ce
 // answered 431, as over HTTP/1.1.
 func newStdServer(cfg config.Config, h http.Handler, log *slog.Logger, certs *certSlot) *http.Server {
 	s := &http.Server{
-		Handler:           h,
+		Handler:           gateway.CloseAfterChunked(h),
 		ReadHeaderTimeout: time.Duration(cfg.ReadHeaderTimeout),
 		IdleTimeout:       time.Duration(cfg.IdleTimeout),
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,

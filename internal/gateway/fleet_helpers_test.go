@@ -284,7 +284,7 @@ func newFrontOn(server string, h http.Handler) *frontServer {
 	f := &frontServer{URL: "http://" + ln.Addr().String()}
 	if server == "std" {
 		s := &http.Server{
-			Handler:           h,
+			Handler:           CloseAfterChunked(h),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       time.Minute,
 			ErrorLog:          log.New(io.Discard, "", 0),
