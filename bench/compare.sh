@@ -5,7 +5,7 @@
 #   bench/compare.sh NAME=BINARY[:GOGC] ...
 #
 # Starts three canned backends, every given mcpfleet binary (GOGC as given,
-# else unset) and nginx in seed 001's configuration, then runs ROUNDS rounds of
+# else unset) and nginx in the GitLab MCP server's load-balancing guide's configuration, then runs ROUNDS rounds of
 # wrk with scenario (a)'s load (2026-07-28 tools/call, a bearer token per
 # request), each round visiting every target in turn. Prints, per run,
 # requests/s, p99 and the target's CPU per request (user+system time over the

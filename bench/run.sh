@@ -4,7 +4,7 @@
 # Builds mcpfleet and the canned backend, starts three canned backends and three
 # testservers, and runs wrk against each target in turn (direct, mcpfleet,
 # mcpfleet with GOMAXPROCS=1, nginx with 1 worker, HAProxy with nbthread 1 in
-# seed 001's config, and the same HAProxy with server keep-alive) for:
+# the configuration of the GitLab MCP server's load-balancing guide, and the same HAProxy with server keep-alive) for:
 #   a) 2026-07-28 tools/call to canned backends
 #   b) legacy session POSTs to canned backends
 #   c) 2026-07-28 tools/call echo to testservers
@@ -92,7 +92,7 @@ defaults
   timeout server 1h
   retries 1
 HAP
-		# Seed 001 says http-server-close: a new backend connection per request.
+		# That guide says http-server-close: a new backend connection per request.
 		# The -ka variant keeps HAProxy's default (keep-alive, reused server side).
 		[[ $ka == 0 ]] && echo "  option http-server-close"
 		cat <<HAP
