@@ -30,9 +30,22 @@ wait_port() {
 
 SALT=una-sal-larga-y-aleatoria-por-despliegue
 
-nginx_conf() { # nginx_conf PORT BACKEND_PORT...
-	local port=$1 b
+# nginx_conf PORT BACKEND_PORT...: writes the config, prints its path. With
+# NGINX_TLS=CERT:KEY set, the server listens with TLS 1.2 and 1.3 (and h2 by
+# ALPN) on that pair, TLS 1.3 pinned to TLS_AES_128_GCM_SHA256, the suite
+# Go's server picks, so that both proxies encrypt alike.
+nginx_conf() {
+	local port=$1 b listen tls=""
 	shift
+	listen="listen 127.0.0.1:$port;"
+	if [[ -n ${NGINX_TLS:-} ]]; then
+		listen="listen 127.0.0.1:$port ssl http2;"
+		tls="ssl_certificate ${NGINX_TLS%%:*};
+        ssl_certificate_key ${NGINX_TLS#*:};
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
+        ssl_session_cache shared:SSL:1m;"
+	fi
 	mkdir -p "$WORK/nginx/$port"
 	{
 		cat <<NGX
@@ -64,7 +77,8 @@ NGX
         keepalive 32;
     }
     server {
-        listen 127.0.0.1:$port;
+        $listen
+        $tls
         location / {
             proxy_pass http://mcp;
             proxy_http_version 1.1;
