@@ -150,15 +150,6 @@ type tlsGateway struct {
 	adminCert         testCert
 }
 
-// count sums a key's mutations over the replicas.
-func (g *tlsGateway) count(key string) int {
-	n := 0
-	for _, s := range g.servers {
-		n += s.Count(key)
-	}
-	return n
-}
-
 // startTLSGateway starts serve with server: std, the MCP listener on cert
 // and the admin listener on a certificate of its own.
 func startTLSGateway(t *testing.T, cert testCert) *tlsGateway {
