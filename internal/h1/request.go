@@ -97,6 +97,11 @@ func (h *RequestHead) parseRequestLine(line []byte) error {
 	if !validName(method) {
 		return badRequest("bad method")
 	}
+	if string(method) == http.MethodConnect {
+		// Nothing here is a tunnel (RFC 9110 section 9.3.6), and an
+		// authority-form target is read differently by other parsers.
+		return &RequestError{Status: http.StatusMethodNotAllowed, Reason: "CONNECT not served"}
+	}
 	for _, c := range target {
 		if c <= ' ' || c == 0x7f {
 			return badRequest("bad request target")
