@@ -23,20 +23,9 @@ ROUNDS=${ROUNDS:-3}
 DUR=${DURATION:-6s}
 CONNS=${CONNECTIONS:-32}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d /tmp/mcpfleet-compare.XXXXXX)
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-ulimit -n 20000 2>/dev/null || true
-
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
+own_scratch compare
 
 (cd "$ROOT" && go build -o "$WORK/canned" ./bench/canned)
 B=()

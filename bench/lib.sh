@@ -1,7 +1,24 @@
-# bench/lib.sh: helpers shared by bench/run.sh and bench/compare.sh (sourced;
-# the caller sets WORK, a scratch directory).
+# bench/lib.sh: helpers shared by the bench scripts (sourced; the caller
+# sets WORK, a scratch directory, itself or with own_scratch).
 
 log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
+
+# own_scratch NAME makes WORK, a scratch directory, and PIDS, the processes
+# the script starts; on exit every one of them is killed and WORK removed.
+own_scratch() {
+	WORK=$(mktemp -d "/tmp/mcpfleet-$1.XXXXXX")
+	PIDS=()
+	trap _bench_cleanup EXIT
+	trap 'exit 130' INT TERM
+	ulimit -n 20000 2>/dev/null || true
+}
+
+_bench_cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$WORK"
+}
 
 # free_port prints a loopback port nobody listens on and no earlier call gave.
 USED=" "

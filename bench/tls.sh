@@ -29,20 +29,9 @@ DUR=${DURATION:-5s}
 CONNS=${CONNECTIONS:-32}
 TARGETS=${TARGETS:-"mcpfleet-tls nginx-tls mcpfleet mcpfleet-std nginx"}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d /tmp/mcpfleet-tls.XXXXXX)
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-ulimit -n 20000 2>/dev/null || true
-
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
+own_scratch tls
 
 log "building into $WORK"
 (cd "$ROOT" && go build -o "$WORK/canned" ./bench/canned && go build -o "$WORK/mcpfleet" ./cmd/mcpfleet)
