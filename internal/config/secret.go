@@ -5,8 +5,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
+	"slices"
+	"syscall"
 
 	"github.com/mcpfleet/mcpfleet/internal/session"
 	"go.yaml.in/yaml/v3"
@@ -30,15 +33,22 @@ type secretFile struct {
 
 var yamlLine = regexp.MustCompile(`line \d+`)
 
-// ReadSecret reads a secret file. It refuses a file that group or others may
-// read, and reports what is wrong without echoing any of the file's values.
+// ReadSecret reads a secret file. It refuses a file that others may read,
+// or that a group other than the process's own may read (see
+// [CheckSecretPerm]), and reports what is wrong without echoing any of the
+// file's values.
 func ReadSecret(path string) (Secret, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return Secret{}, fmt.Errorf("reading secret file: %w", err)
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return Secret{}, fmt.Errorf("secret file %s: readable by group or others (mode %04o); chmod 600 it", path, perm)
+	gid := -1
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		gid = int(sys.Gid)
+	}
+	groups, _ := os.Getgroups()
+	if err := CheckSecretPerm(st.Mode().Perm(), gid, append(groups, os.Getegid())); err != nil {
+		return Secret{}, fmt.Errorf("secret file %s: %w", path, err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -49,6 +59,25 @@ func ReadSecret(path string) (Secret, error) {
 		return Secret{}, fmt.Errorf("secret file %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// CheckSecretPerm says whether a secret file with permissions perm, owned
+// by group gid, may be read by a process in groups. Others may have no
+// access at all. The group may read it only when it is one of the
+// process's own groups, and may never write or execute it: that is how
+// Kubernetes mounts a Secret for a non-root pod (mode 0440, group fsGroup,
+// kubernetes/kubernetes#57923), where the group is the pod's and nothing
+// else can read the file. Anything more open is refused.
+func CheckSecretPerm(perm fs.FileMode, gid int, groups []int) error {
+	switch {
+	case perm&0o007 != 0:
+		return fmt.Errorf("readable by others (mode %04o); chmod 600 it", perm)
+	case perm&0o030 != 0:
+		return fmt.Errorf("writable or executable by its group (mode %04o); chmod 600 it", perm)
+	case perm&0o040 != 0 && (gid < 0 || !slices.Contains(groups, gid)):
+		return fmt.Errorf("readable by group %d, not one of this process's groups (mode %04o); chmod 600 it", gid, perm)
+	}
+	return nil
 }
 
 func parseSecret(b []byte) (Secret, error) {

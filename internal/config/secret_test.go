@@ -51,7 +51,7 @@ func TestReadSecretRefuses(t *testing.T) {
 		mode       os.FileMode
 		want       string
 	}{
-		{"group readable", good, 0o640, "chmod 600"},
+		{"group writable", good, 0o660, "chmod 600"},
 		{"world readable", good, 0o604, "chmod 600"},
 		{"no keys", "routing_salt: " + salt + "\n", 0o600, "session_keys"},
 		{"short key", "session_keys: [{id: 1, key: c2hvcnQ=}]\nrouting_salt: " + salt + "\n", 0o600, "session_keys[0].key"},
@@ -71,5 +71,55 @@ func TestReadSecretRefuses(t *testing.T) {
 				t.Errorf("the error shows secret material: %v", err)
 			}
 		})
+	}
+}
+
+func TestCheckSecretPerm(t *testing.T) {
+	own := []int{1000, 2000}
+	tests := []struct {
+		name   string
+		perm   os.FileMode
+		gid    int
+		wantOK bool
+	}{
+		{"owner only", 0o600, 0, true},
+		{"owner read only", 0o400, 0, true},
+		{"kubernetes fsGroup mount", 0o440, 2000, true},
+		{"group read, our primary group", 0o640, 1000, true},
+		{"group read, a stranger's group", 0o440, 3000, false},
+		{"group read, group unknown", 0o440, -1, false},
+		{"group write", 0o460, 2000, false},
+		{"group exec", 0o450, 2000, false},
+		{"world read", 0o604, 1000, false},
+		{"world exec only", 0o601, 1000, false},
+		{"kubernetes default mode 0644", 0o644, 2000, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckSecretPerm(tt.perm, tt.gid, own)
+			if (err == nil) != tt.wantOK {
+				t.Fatalf("CheckSecretPerm(%04o, %d) = %v, want ok %v", tt.perm, tt.gid, err, tt.wantOK)
+			}
+			if err != nil && !strings.Contains(err.Error(), "chmod 600") {
+				t.Errorf("the error says no fix: %v", err)
+			}
+		})
+	}
+}
+
+// TestReadSecretOwnGroup: a file its own group may read, as Kubernetes
+// mounts a Secret under fsGroup, is read when that group is the process's.
+func TestReadSecretOwnGroup(t *testing.T) {
+	s, err := RandomSecret(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteSecretFile(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	p := writeFile(t, b.String(), 0o440) // created with the process's egid
+	if _, err := ReadSecret(p); err != nil {
+		t.Fatalf("own-group 0440 refused: %v", err)
 	}
 }
