@@ -14,7 +14,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/limit/redisstore"
-	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/session/redistasks"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/redis/go-redis/v9"
 )
@@ -61,7 +61,7 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		if err != nil {
 			return nil, err
 		}
-		o.Tasks = session.NewRedisTasks(c, taskPrefix)
+		o.Tasks = redistasks.New(c, taskPrefix)
 	}
 	switch cfg.Cache.Mode {
 	case "local":

@@ -74,7 +74,7 @@ type Options struct {
 	// MaxTasks bounds the in-memory task registry; 0 means 100,000.
 	MaxTasks int
 	// Tasks remembers which replica runs each task; nil means in memory
-	// (one gateway process). Share a session.RedisTasks so that tasks/*
+	// (one gateway process). Share a redistasks.Store so that tasks/*
 	// reach their replica through every gateway process.
 	Tasks session.TaskStore
 	// Limits admits governed calls (rate, concurrency, tool caps); nil

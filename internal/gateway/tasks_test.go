@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
-	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/session/redistasks"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
@@ -102,7 +102,7 @@ func TestTasksRouteThroughAnyGateway(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { client.Close() })
-		gw := startGatewayOn(t, specs, &Options{Balance: balance.RoundRobin, Tasks: session.NewRedisTasks(client, "test:task:")}, io.Discard)
+		gw := startGatewayOn(t, specs, &Options{Balance: balance.RoundRobin, Tasks: redistasks.New(client, "test:task:")}, io.Discard)
 		front := httptest.NewServer(gw)
 		t.Cleanup(front.Close)
 		return front
