@@ -16,9 +16,9 @@ import (
 
 // buildFleet makes the fleet from the static upstreams, or from DNS.
 func buildFleet(cfg config.Config, log *slog.Logger) (*upstream.Fleet, error) {
-	dopts := cfg.DiscoverOptions(log)
+	dopts := discoverOptions(&cfg, log)
 	if dopts == nil {
-		return upstream.New(cfg.Specs())
+		return upstream.New(upstreamSpecs(&cfg))
 	}
 	d, err := upstream.NewDiscoverer(dopts)
 	if err != nil {
@@ -43,7 +43,7 @@ type background struct {
 func (rg *runningGateway) startBackground(cfg config.Config, configPath string, fleet *upstream.Fleet) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	rg.bg = &background{cancel: cancel}
-	if copts := cfg.CheckOptions(rg.gw.Metrics().HealthChanged, rg.log); copts != nil {
+	if copts := checkOptions(&cfg, rg.gw.Metrics().HealthChanged, rg.log); copts != nil {
 		checker, err := upstream.NewChecker(fleet, copts)
 		if err != nil {
 			cancel()
@@ -51,7 +51,7 @@ func (rg *runningGateway) startBackground(cfg config.Config, configPath string, 
 		}
 		rg.bg.wg.Go(func() { _ = checker.Run(ctx) })
 	}
-	dopts := cfg.DiscoverOptions(rg.log)
+	dopts := discoverOptions(&cfg, rg.log)
 	if dopts != nil {
 		d, err := upstream.NewDiscoverer(dopts)
 		if err != nil {
@@ -108,7 +108,7 @@ func (rg *runningGateway) reloadUpstreams(path string, fleet *upstream.Fleet) {
 		rg.log.Error("reload refused: nothing changed", "error", err.Error())
 		return
 	}
-	change, err := fleet.Update(cfg.Specs())
+	change, err := fleet.Update(upstreamSpecs(&cfg))
 	if err != nil {
 		rg.log.Error("reload refused: nothing changed", "error", err.Error())
 		return

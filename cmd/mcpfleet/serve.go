@@ -91,7 +91,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.Level()}))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel(&cfg)}))
 	store.SetLogger(log)
 	gw, err := startGateway(cfg, *path, log)
 	if err != nil {
@@ -145,7 +145,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 	if err != nil {
 		return nil, err
 	}
-	opts, err := cfg.GatewayOptions()
+	opts, err := gatewayOptions(&cfg)
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -73,8 +73,8 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		}
 		o.Cache = rediscache.New(c, cachePrefix, cfg.Cache.MaxEntryBytes, time.Duration(cfg.Cache.MaxTTL))
 	}
-	o.CacheRules = cfg.CacheRules()
-	if lo := cfg.LimitOptions(log); lo != nil {
+	o.CacheRules = cacheRules(&cfg)
+	if lo := limitOptions(&cfg, log); lo != nil {
 		var ls limit.Store = limit.NewMemory(cfg.Limits.MaxCallers)
 		if cfg.Limits.Store == "redis" {
 			c, err := client()
@@ -87,7 +87,7 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		o.Limits = s.limiter
 	}
 	// Last: nothing after it can fail and leave the refresh running.
-	if vo, src, on := cfg.VerifyOptions(); on {
+	if vo, src, on := verifyOptions(&cfg); on {
 		v, err := identity.NewVerifier(vo)
 		if err != nil {
 			s.close()

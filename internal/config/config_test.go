@@ -26,18 +26,11 @@ balance: round-robin
 	if c.Listen != "127.0.0.1:9000" || c.Path != "/mcp" || c.Retries != 1 || c.MaxBodyBytes != 4<<20 {
 		t.Errorf("defaults or overrides not applied: %+v", c)
 	}
-	o, err := c.GatewayOptions()
-	if err != nil {
-		t.Fatal(err)
+	if c.KeepAlive != 0 || c.Balance != "round-robin" || c.HashEpsilon != balance.DefaultEpsilon {
+		t.Errorf("keepalive %v, balance %q, epsilon %v", c.KeepAlive, c.Balance, c.HashEpsilon)
 	}
-	if o.KeepAlive >= 0 {
-		t.Errorf("keepalive 0s should turn keep-alives off, got %v", o.KeepAlive)
-	}
-	if o.Balance != balance.RoundRobin {
-		t.Errorf("balance = %v", o.Balance)
-	}
-	if specs := c.Specs(); len(specs) != 2 || specs[0].Name != "a" {
-		t.Errorf("specs = %+v", specs)
+	if len(c.Upstreams) != 2 || c.Upstreams[0].Name != "a" || c.Upstreams[1].URL != "http://127.0.0.1:9002/mcp" {
+		t.Errorf("upstreams = %+v", c.Upstreams)
 	}
 }
 
@@ -148,10 +141,10 @@ limits:
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := c.LimitOptions(nil)
-	if o == nil || o.Rate != 5 || o.Burst != 5 || o.Concurrency != 2 || o.Tools["work"] != 3 || !o.FailClosed ||
-		o.LeaseTTL != 3*time.Second || len(o.Methods) != 2 || o.Methods[1] != "resources/read" {
-		t.Fatalf("limit options = %+v", o)
+	l := c.Limits
+	if l.Rate != 5 || l.Burst != 5 || l.Concurrency != 2 || l.Tools["work"] != 3 || l.OnStoreError != "closed" ||
+		l.LeaseTTL != Duration(3*time.Second) || len(l.Methods) != 2 || l.Methods[1] != "resources/read" {
+		t.Fatalf("limits = %+v", l)
 	}
 	if c.Limits.Store != "redis" || c.TaskStore != "redis" {
 		t.Fatalf("stores = %q, %q", c.Limits.Store, c.TaskStore)
@@ -160,9 +153,6 @@ limits:
 	d.Upstreams = []Upstream{{URL: "http://127.0.0.1:9001/mcp"}}
 	if err := d.Validate(); err != nil {
 		t.Fatal(err)
-	}
-	if d.LimitOptions(nil) != nil {
-		t.Fatal("no limit configured, yet limit options")
 	}
 	if d.Limits.OnStoreError != "open" || d.Limits.LeaseTTL != Duration(30*time.Second) || d.Limits.Methods[0] != "tools/call" {
 		t.Fatalf("limit defaults = %+v", d.Limits)
@@ -181,9 +171,8 @@ cache:
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := c.CacheRules()
-	if c.Cache.Mode != "shared" || !r.Tools["lookup"] || r.ToolTTL != 30*time.Second || r.MaxTTL != time.Hour {
-		t.Fatalf("cache = %+v, rules %+v", c.Cache, r)
+	if k := c.Cache; k.Mode != "shared" || len(k.Tools) != 1 || k.Tools[0] != "lookup" || k.TTL != Duration(30*time.Second) || k.MaxTTL != Duration(time.Hour) {
+		t.Fatalf("cache = %+v", k)
 	}
 	if d := Default(); d.Cache.Mode != "off" || d.Cache.MaxBytes != 64<<20 {
 		t.Fatalf("cache defaults = %+v", d.Cache)

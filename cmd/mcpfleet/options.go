@@ -1,4 +1,4 @@
-package config
+package main
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/cache"
+	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
@@ -14,12 +15,15 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
-// GatewayOptions turns a validated configuration into the gateway's options,
+// This file is where a validated configuration (internal/config: schema,
+// defaults and validation only) becomes the options of what it configures.
+
+// gatewayOptions turns a validated configuration into the gateway's options,
 // reading the secret file if one is named. Without one the gateway makes
-// random keys. The stores (idempotency, limits, tasks) are the caller's to
-// build: this package builds nothing it configures.
-func (c *Config) GatewayOptions() (*gateway.Options, error) {
-	o := c.gatewayOptions()
+// random keys. The stores (idempotency, limits, tasks) are built in
+// stores.go.
+func gatewayOptions(c *config.Config) (*gateway.Options, error) {
+	o := baseGatewayOptions(c)
 	o.NoIdempotency = c.Idempotency == "off"
 	if len(c.TrustedProxies) > 0 {
 		p, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader)
@@ -31,7 +35,7 @@ func (c *Config) GatewayOptions() (*gateway.Options, error) {
 	if c.SecretFile == "" {
 		return o, nil
 	}
-	sec, err := ReadSecret(c.SecretFile)
+	sec, err := config.ReadSecret(c.SecretFile)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +46,7 @@ func (c *Config) GatewayOptions() (*gateway.Options, error) {
 	return o, nil
 }
 
-func (c *Config) gatewayOptions() *gateway.Options {
+func baseGatewayOptions(c *config.Config) *gateway.Options {
 	p, _ := balance.ParsePolicy(c.Balance) // validated
 	keep := time.Duration(c.KeepAlive)
 	if keep == 0 {
@@ -80,8 +84,8 @@ func (c *Config) gatewayOptions() *gateway.Options {
 	}
 }
 
-// Specs returns the upstreams as the fleet takes them.
-func (c *Config) Specs() []upstream.Spec {
+// upstreamSpecs returns the upstreams as the fleet takes them.
+func upstreamSpecs(c *config.Config) []upstream.Spec {
 	specs := make([]upstream.Spec, len(c.Upstreams))
 	for i, u := range c.Upstreams {
 		specs[i] = upstream.Spec{Name: u.Name, URL: u.URL}
@@ -89,16 +93,16 @@ func (c *Config) Specs() []upstream.Spec {
 	return specs
 }
 
-// Level returns the configured log level.
-func (c *Config) Level() slog.Level {
+// logLevel returns the configured log level.
+func logLevel(c *config.Config) slog.Level {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(c.LogLevel)) // validated
 	return l
 }
 
-// CheckOptions returns the health checker's options, or nil when active
+// checkOptions returns the health checker's options, or nil when active
 // checks are off.
-func (c *Config) CheckOptions(onChange func(string, upstream.State, upstream.State), log *slog.Logger) *upstream.CheckOptions {
+func checkOptions(c *config.Config, onChange func(string, upstream.State, upstream.State), log *slog.Logger) *upstream.CheckOptions {
 	h := c.HealthCheck
 	if h.Interval == 0 {
 		return nil
@@ -110,9 +114,9 @@ func (c *Config) CheckOptions(onChange func(string, upstream.State, upstream.Sta
 	}
 }
 
-// DiscoverOptions returns the DNS discoverer's options, or nil when the
+// discoverOptions returns the DNS discoverer's options, or nil when the
 // replicas are a static list.
-func (c *Config) DiscoverOptions(log *slog.Logger) *upstream.DiscoverOptions {
+func discoverOptions(c *config.Config, log *slog.Logger) *upstream.DiscoverOptions {
 	d := c.Discovery
 	if d.DNSName == "" {
 		return nil
@@ -123,9 +127,9 @@ func (c *Config) DiscoverOptions(log *slog.Logger) *upstream.DiscoverOptions {
 	}
 }
 
-// LimitOptions returns the admission step's options, or nil when no limit
+// limitOptions returns the admission step's options, or nil when no limit
 // is configured.
-func (c *Config) LimitOptions(log *slog.Logger) *limit.Options {
+func limitOptions(c *config.Config, log *slog.Logger) *limit.Options {
 	l := c.Limits
 	if l.Rate == 0 && l.Concurrency == 0 && len(l.Tools) == 0 {
 		return nil
@@ -137,8 +141,8 @@ func (c *Config) LimitOptions(log *slog.Logger) *limit.Options {
 	}
 }
 
-// CacheRules returns the cache step's rules.
-func (c *Config) CacheRules() cache.Rules {
+// cacheRules returns the cache step's rules.
+func cacheRules(c *config.Config) cache.Rules {
 	tools := make(map[string]bool, len(c.Cache.Tools))
 	for _, t := range c.Cache.Tools {
 		tools[t] = true
@@ -146,9 +150,9 @@ func (c *Config) CacheRules() cache.Rules {
 	return cache.Rules{Tools: tools, ToolTTL: time.Duration(c.Cache.TTL), MaxTTL: time.Duration(c.Cache.MaxTTL)}
 }
 
-// VerifyOptions returns the token verifier's options and its key source,
+// verifyOptions returns the token verifier's options and its key source,
 // or false when verification is off.
-func (c *Config) VerifyOptions() (identity.VerifyOptions, identity.KeySource, bool) {
+func verifyOptions(c *config.Config) (identity.VerifyOptions, identity.KeySource, bool) {
 	a := c.Auth
 	if !a.On() {
 		return identity.VerifyOptions{}, identity.KeySource{}, false

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/config"
+)
+
+// TestOptionsFromConfig: what a configuration says reaches the options of
+// the parts it configures, with "0 means off" turned into their spelling.
+func TestOptionsFromConfig(t *testing.T) {
+	c, err := config.Parse([]byte(`
+upstreams:
+  - name: a
+    url: http://127.0.0.1:9001/mcp
+  - url: http://127.0.0.1:9002/mcp
+keepalive: 0s
+retries: 0
+balance: round-robin
+redis_url: redis://127.0.0.1:6379/0
+secret_file: secret.yaml
+limits:
+  store: redis
+  rate: 5
+  burst: 5
+  concurrency: 2
+  tools: {work: 3}
+  methods: [tools/call, resources/read]
+  on_store_error: closed
+  lease_ttl: 3s
+cache:
+  mode: shared
+  tools: [lookup]
+  ttl: 30s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := baseGatewayOptions(&c)
+	if o.KeepAlive >= 0 || o.Retries >= 0 {
+		t.Errorf("keepalive 0s and retries 0 should be off: %v, %v", o.KeepAlive, o.Retries)
+	}
+	if o.Balance != balance.RoundRobin || o.HashEpsilon != balance.DefaultEpsilon {
+		t.Errorf("balance %v, epsilon %v", o.Balance, o.HashEpsilon)
+	}
+	if s := upstreamSpecs(&c); len(s) != 2 || s[0].Name != "a" || s[1].URL != "http://127.0.0.1:9002/mcp" {
+		t.Errorf("specs = %+v", s)
+	}
+	l := limitOptions(&c, nil)
+	if l == nil || l.Rate != 5 || l.Burst != 5 || l.Concurrency != 2 || l.Tools["work"] != 3 || !l.FailClosed ||
+		l.LeaseTTL != 3*time.Second || len(l.Methods) != 2 || l.Methods[1] != "resources/read" {
+		t.Fatalf("limit options = %+v", l)
+	}
+	r := cacheRules(&c)
+	if !r.Tools["lookup"] || r.ToolTTL != 30*time.Second || r.MaxTTL != time.Hour {
+		t.Fatalf("cache rules %+v", r)
+	}
+	if _, _, on := verifyOptions(&c); on {
+		t.Error("verification on without a JWKS")
+	}
+
+	d := config.Default()
+	d.Upstreams = []config.Upstream{{URL: "http://127.0.0.1:9001/mcp"}}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if limitOptions(&d, nil) != nil {
+		t.Error("no limit configured, yet limit options")
+	}
+	if discoverOptions(&d, nil) != nil {
+		t.Error("no discovery configured, yet discovery options")
+	}
+	if co := checkOptions(&d, nil, nil); co == nil || co.Interval != 2*time.Second {
+		t.Errorf("default health checks: %+v", co)
+	}
+	if o, err := gatewayOptions(&d); err != nil || o.Keyring != nil || o.KeepAlive != 15*time.Second {
+		t.Errorf("defaults without a secret file: %+v, %v", o, err)
+	}
+}
