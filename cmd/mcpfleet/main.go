@@ -22,6 +22,7 @@ commands:
   demo         run a whole local fleet (three test servers and the gateway)
   testserver   run one MCP test server (official Go SDK), both protocol eras
   secret       print a new secret file (session keys, routing salt) for serve
+  health       exit 0 if serve's /healthz answers 200 (the image's HEALTHCHECK)
   lbconfig     emit nginx or HAProxy configs that keep the fleet's rules
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
   chaos        a rolling restart under load on loopback: lost, killed and doubled calls
@@ -54,6 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"demo":       runDemo,
 		"testserver": runTestserver,
 		"secret":     runSecret,
+		"health":     runHealth,
 		"probe":      runProbe,
 		"sim":        runSim,
 		"chaos":      runChaos,
