@@ -71,13 +71,7 @@ func TestDemoServesAndStops(t *testing.T) {
 	if !strings.Contains(out.String(), "http://"+addr+"/mcp") || !strings.Contains(out.String(), "curl") {
 		t.Errorf("demo output lacks the URL or the client command:\n%s", out.String())
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "whoami"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(whoamiRequest("http://" + addr + "/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}

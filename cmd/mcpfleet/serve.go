@@ -35,7 +35,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	keep := fs.Duration("keepalive", -1, "SSE keep-alive interval; 0 turns it off (default 15s)")
 	level := fs.String("log-level", "", "debug, info, warn or error (default info)")
 	health := fs.Duration("health-check-interval", -1, "interval of active /health checks; 0 turns them off (default 2s)")
-	drain := fs.Duration("drain-delay", -1, "after SIGTERM, how long to keep serving with /healthz draining (default 0, at most 5m)")
+	drain := fs.Duration("drain-delay", -1, "after SIGTERM, how long to keep serving with /readyz draining (default 0, at most 5m)")
 	grace := fs.Duration("grace", -1, "after the drain delay, how long requests and streams in flight may finish (default 15s)")
 	secret := fs.String("secret-file", "", "session keys and routing salt `file` (mode 0600; 'mcpfleet secret' makes one)")
 	server := fs.String("server", "", "MCP listener's HTTP stack: h1 (plaintext HTTP/1.1) or std (net/http: HTTP/1.1, and HTTP/2 with TLS) (default h1)")
@@ -241,7 +241,7 @@ func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot) {
 	go func() { rg.served <- rg.adm.ServeTLS(aln, "", "") }()
 }
 
-// drainAndShutdown is the gateway's own drain: /healthz answers
+// drainAndShutdown is the gateway's own drain: /readyz answers
 // 503 draining at once, so balancers in front stop sending new work, while
 // the listener keeps serving for delay; then shutdown.
 func (rg *runningGateway) drainAndShutdown(delay, grace time.Duration) error {
@@ -253,7 +253,7 @@ func (rg *runningGateway) drainAndShutdown(delay, grace time.Duration) error {
 	return rg.shutdown(grace)
 }
 
-// shutdown stops: /healthz turns 503 at once, the listeners stop accepting,
+// shutdown stops: /readyz turns 503 at once, the listeners stop accepting,
 // and requests and streams in flight get grace to finish before they are cut.
 func (rg *runningGateway) shutdown(grace time.Duration) error {
 	rg.gw.SetDraining()

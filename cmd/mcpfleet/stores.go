@@ -86,6 +86,10 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		s.limiter = limit.NewLimiter(ls, lo)
 		o.Limits = s.limiter
 	}
+	if s.redis != nil && cfg.ReadyzChecksStore {
+		c := s.redis
+		o.StoreCheck = func(ctx context.Context) error { return c.Ping(ctx).Err() }
+	}
 	// Last: nothing after it can fail and leave the refresh running.
 	if vo, src, on := verifyOptions(&cfg); on {
 		v, err := identity.NewVerifier(vo)

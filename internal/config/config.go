@@ -75,8 +75,11 @@ type Config struct {
 	// shutdown.
 	Grace Duration `yaml:"grace"`
 	// DrainDelay is how long the listener keeps serving after SIGTERM, with
-	// /healthz answering draining, before it stops accepting.
+	// /readyz answering draining, before it stops accepting.
 	DrainDelay Duration `yaml:"drain_delay"`
+	// ReadyzChecksStore makes /readyz answer 503 while the Redis or Valkey
+	// server of a store set to redis does not answer.
+	ReadyzChecksStore bool `yaml:"readyz_checks_store"`
 	// AllowAnyHost turns off DNS-rebinding protection on loopback listeners.
 	AllowAnyHost bool `yaml:"allow_any_host"`
 	// Idempotency is where idempotency records live: memory, redis or off.
@@ -222,6 +225,7 @@ func Default() Config {
 		IdleTimeout:       Duration(120 * time.Second),
 		DialTimeout:       Duration(5 * time.Second),
 		Grace:             Duration(15 * time.Second),
+		ReadyzChecksStore: true,
 		LogLevel:          "info",
 		Server:            "h1",
 		Discovery:         Discovery{Scheme: "http", Path: "/mcp", Interval: Duration(10 * time.Second)},

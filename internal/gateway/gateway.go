@@ -13,6 +13,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
@@ -35,7 +36,8 @@ type Gateway struct {
 	log         *slog.Logger
 	metrics     *Metrics
 	seq         atomic.Uint64 // round-robin counter
-	draining    atomic.Bool   // /healthz answers 503 once set
+	draining    atomic.Bool   // /readyz answers 503 once set
+	stores      *storeCheck   // what /readyz asks of the stores
 
 	// base ends streams that outlive their client (legacy POST streams run
 	// to their end after a client drops them); Close cancels it.
@@ -83,6 +85,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		log:           log,
 		base:          base,
 		cancel:        cancel,
+		stores:        &storeCheck{check: o.StoreCheck, now: time.Now},
 	}
 	g.metrics = newMetrics(g)
 	return g, nil
@@ -99,8 +102,8 @@ func randomKeyring() (*session.Keyring, error) {
 // Metrics returns the gateway's metrics, for the admin listener.
 func (g *Gateway) Metrics() *Metrics { return g.metrics }
 
-// SetDraining makes /healthz answer 503 draining, so balancers in front stop
-// sending new work while requests in flight finish.
+// SetDraining makes /readyz answer 503 draining, so balancers in front stop
+// sending new work while requests in flight finish; /healthz stays 200.
 func (g *Gateway) SetDraining() { g.draining.Store(true) }
 
 // EndStandaloneStreams closes every legacy GET stream now. On shutdown they
@@ -125,7 +128,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveHealthz(w)
 		return
 	case "/readyz":
-		g.serveReadyz(w)
+		g.serveReadyz(w, r)
 		return
 	default:
 		if ok, readOnly := g.passesThrough(r.URL.Path); ok {

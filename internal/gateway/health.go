@@ -1,27 +1,84 @@
 package gateway
 
-import "net/http"
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
 
-// serveHealthz answers liveness for balancers in front: 200 ok, or 503
-// draining once SetDraining was called, so they stop sending new work.
+// How often, and how long, /readyz asks the stores: probes from several
+// balancers and the orchestrator share one answer a second, and a store
+// that hangs costs a probe at most storeCheckTimeout.
+const (
+	storeCheckEvery   = time.Second
+	storeCheckTimeout = 500 * time.Millisecond
+)
+
+// serveHealthz answers liveness: 200 while the process serves, draining
+// included, so an orchestrator never restarts a gateway for draining. The
+// body says which.
 func (g *Gateway) serveHealthz(w http.ResponseWriter) {
 	if g.draining.Load() {
-		writeStatus(w, http.StatusServiceUnavailable, `{"status":"draining"}`)
+		writeStatus(w, http.StatusOK, `{"status":"draining"}`)
 		return
 	}
 	writeStatus(w, http.StatusOK, `{"status":"ok"}`)
 }
 
-// serveReadyz answers 200 when some replica can take new work.
-func (g *Gateway) serveReadyz(w http.ResponseWriter) {
+// serveReadyz answers readiness, what balancers in front probe: 200 when
+// this gateway can take new work; 503 while it drains, while no replica
+// can take new work, or while a store it needs does not answer.
+func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	if g.draining.Load() {
+		writeStatus(w, http.StatusServiceUnavailable, `{"status":"draining"}`)
+		return
+	}
+	if !g.anyEligible() {
+		writeStatus(w, http.StatusServiceUnavailable, `{"status":"not ready","reason":"no replica can take new work"}`)
+		return
+	}
+	if g.stores.err(r.Context()) != nil {
+		writeStatus(w, http.StatusServiceUnavailable, `{"status":"not ready","reason":"store does not answer"}`)
+		return
+	}
+	writeStatus(w, http.StatusOK, `{"status":"ready"}`)
+}
+
+func (g *Gateway) anyEligible() bool {
 	s := g.fleet.Snapshot()
 	for i := range s.Len() {
-		if s.Eligible(i) && !g.draining.Load() {
-			writeStatus(w, http.StatusOK, `{"status":"ready"}`)
-			return
+		if s.Eligible(i) {
+			return true
 		}
 	}
-	writeStatus(w, http.StatusServiceUnavailable, `{"status":"not ready"}`)
+	return false
+}
+
+// storeCheck remembers the last answer of Options.StoreCheck for
+// storeCheckEvery. The zero value (no check) is always ready.
+type storeCheck struct {
+	check func(context.Context) error
+	now   func() time.Time
+
+	mu   sync.Mutex
+	at   time.Time
+	last error
+}
+
+func (s *storeCheck) err(ctx context.Context) error {
+	if s.check == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now := s.now(); s.at.IsZero() || now.Sub(s.at) >= storeCheckEvery {
+		c, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+		s.last = s.check(c)
+		cancel()
+		s.at = now
+	}
+	return s.last
 }
 
 func writeStatus(w http.ResponseWriter, code int, body string) {

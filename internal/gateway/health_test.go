@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,5 +84,87 @@ func TestDrainingReplicaTakesNoNewWork(t *testing.T) {
 	gw.Metrics().Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if !strings.Contains(rec.Body.String(), `mcpfleet_replica_state{replica="`+home+`",state="draining"} 1`) {
 		t.Error("the state gauge does not show the draining replica")
+	}
+}
+
+// TestReadyzAsksTheStore: /readyz is 503 while the store check fails and
+// 200 again once it answers, asking at most once a second however many
+// probes come; /healthz stays 200 throughout.
+func TestReadyzAsksTheStore(t *testing.T) {
+	var storeDown atomic.Bool
+	var asked atomic.Int32
+	f := startFleet(t, 1, &Options{StoreCheck: func(ctx context.Context) error {
+		asked.Add(1)
+		if _, ok := ctx.Deadline(); !ok {
+			t.Error("the store check has no deadline")
+		}
+		if storeDown.Load() {
+			return errors.New("connection refused")
+		}
+		return nil
+	}})
+	now := time.Unix(1000, 0)
+	f.gw.stores.now = func() time.Time { return now }
+	get := func(p string) (int, string) {
+		resp, err := http.Get(f.front.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/readyz"); code != 200 {
+		t.Fatalf("/readyz = %d with the store up", code)
+	}
+	storeDown.Store(true)
+	if code, _ := get("/readyz"); code != 200 {
+		t.Fatalf("/readyz = %d within the second of the last good answer", code)
+	}
+	now = now.Add(time.Second)
+	for range 5 {
+		if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "store") {
+			t.Fatalf("/readyz = %d %q with the store down", code, body)
+		}
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz = %d with the store down: liveness must not depend on it", code)
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("store asked %d times for 7 probes over two seconds, want 2", n)
+	}
+	storeDown.Store(false)
+	now = now.Add(time.Second)
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("/readyz = %d once the store answers again", code)
+	}
+}
+
+// TestReadyzWithoutReplicas: with no replica that can take new work (the
+// only one drains) /readyz is 503.
+func TestReadyzWithoutReplicas(t *testing.T) {
+	f := startFleet(t, 1, nil)
+	checker, err := upstream.NewChecker(f.gw.fleet, &upstream.CheckOptions{Interval: 20 * time.Millisecond, Timeout: 15 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go checker.Run(ctx)
+	f.servers[0].SetDraining()
+	deadline := time.Now().Add(3 * time.Second)
+	for f.gw.fleet.Snapshot().At(0).State() != upstream.StateDraining {
+		if time.Now().After(deadline) {
+			t.Fatal("the checker never saw the replica draining")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Get(f.front.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Errorf("/readyz = %d with the only replica down", resp.StatusCode)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/limit/redisstore"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -373,67 +373,13 @@ func TestReplica429PassesThroughUntouched(t *testing.T) {
 	}
 }
 
-// flakyProxy is a TCP proxy to addr that can be cut and restored, standing
-// in for a store that goes away and comes back.
-type flakyProxy struct {
-	ln   net.Listener
-	addr string
-	up   atomic.Bool
-	mu   sync.Mutex
-	conn []net.Conn
-}
-
-func newFlakyProxy(t *testing.T, addr string) *flakyProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &flakyProxy{ln: ln, addr: addr}
-	p.up.Store(true)
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			if !p.up.Load() {
-				c.Close()
-				continue
-			}
-			s, err := net.Dial("tcp", addr)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conn = append(p.conn, c, s)
-			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
-		}
-	}()
-	return p
-}
-
-// cut refuses new connections and closes the open ones.
-func (p *flakyProxy) cut() {
-	p.up.Store(false)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conn {
-		c.Close()
-	}
-	p.conn = nil
-}
-
 func TestLimitsWhenTheStoreFails(t *testing.T) {
 	addr := redistest.Start(t)
 	for _, closed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("closed=%v", closed), func(t *testing.T) {
-			p := newFlakyProxy(t, addr)
+			p := testproc.NewFlakyProxy(t, addr)
 			limiterLog := &syncBuffer{}
-			ls := redisLimiters(t, p.ln.Addr().String(), 1, limit.Options{Rate: 0.2, Burst: 1, FailClosed: closed,
+			ls := redisLimiters(t, p.Addr(), 1, limit.Options{Rate: 0.2, Burst: 1, FailClosed: closed,
 				Log: slog.New(slog.NewJSONHandler(limiterLog, nil))})
 			f := startLimited(t, ls...)
 			r := newRaw(t, f.fronts[0].URL+"/mcp", "2026-07-28")
@@ -442,7 +388,7 @@ func TestLimitsWhenTheStoreFails(t *testing.T) {
 				t.Fatalf("first: %d", got.status)
 			}
 			wantRateLimited(t, callTool(t, r, 2, "echo", map[string]any{"text": "x"}, tok), 1)
-			p.cut()
+			p.Cut()
 			for id := 3; id < 6; id++ {
 				got := callTool(t, r, id, "echo", map[string]any{"text": "x"}, tok)
 				switch {
@@ -459,7 +405,7 @@ func TestLimitsWhenTheStoreFails(t *testing.T) {
 			if !closed && !strings.Contains(limiterLog.String(), "limiter.fail_open") {
 				t.Error("no limiter.fail_open line in the log")
 			}
-			p.up.Store(true)
+			p.Restore()
 			// Back: the bucket still remembers, without a restart.
 			deadline := time.Now().Add(5 * time.Second)
 			for {

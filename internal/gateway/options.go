@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
@@ -96,6 +97,10 @@ type Options struct {
 	// path-suffixed forms), which always do, GET and HEAD. A path ending in
 	// "/" covers everything under it.
 	PassthroughPaths []string
+	// StoreCheck, when not nil, says whether the stores the gateway needs
+	// answer (a ping); while it fails /readyz answers 503. It is asked at
+	// most once a second, with a 500 ms deadline.
+	StoreCheck func(context.Context) error
 	// CacheRules are the operator's caching choices. A zero MaxTTL means
 	// one hour, a zero ToolTTL 60 s.
 	CacheRules cache.Rules

@@ -87,14 +87,16 @@ func TestGatewayRejects(t *testing.T) {
 			}
 		}
 		f.gw.SetDraining()
-		resp, err := http.Get(f.front.URL + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 503 || !strings.Contains(string(b), "draining") || resp.Header.Get("Cache-Control") != "no-store" {
-			t.Errorf("draining /healthz = %d %q", resp.StatusCode, b)
+		for p, want := range map[string]int{"/healthz": 200, "/readyz": 503} {
+			resp, err := http.Get(f.front.URL + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want || !strings.Contains(string(b), "draining") || resp.Header.Get("Cache-Control") != "no-store" {
+				t.Errorf("draining %s = %d %q, want %d draining", p, resp.StatusCode, b, want)
+			}
 		}
 	})
 }
