@@ -1,0 +1,35 @@
+{{/*
+The gateway's configuration file (docs/CONFIG.md): gateway.config with the
+keys the chart owns set over it. toYaml sorts the keys, so the same values
+always give the same file and the same checksum.
+*/}}
+{{- define "mcpfleet.config" -}}
+{{- $v := .Values -}}
+{{- $cfg := deepCopy $v.gateway.config -}}
+{{- $_ := set $cfg "listen" "0.0.0.0:8080" -}}
+{{- $_ = set $cfg "admin" "0.0.0.0:9090" -}}
+{{- $_ = set $cfg "secret_file" (printf "%s/secret.yaml" (include "mcpfleet.secretDir" .)) -}}
+{{- $_ = set $cfg "drain_delay" (printf "%ds" (int $v.gateway.drainDelaySeconds)) -}}
+{{- $_ = set $cfg "grace" (printf "%ds" (int $v.gateway.graceSeconds)) -}}
+{{- if $v.exampleServer.enabled -}}
+{{- $dns := printf "%s.%s.svc.%s" (include "mcpfleet.exampleName" .) .Release.Namespace $v.clusterDomain -}}
+{{- $_ = set $cfg "discovery" (dict "dns_name" $dns "port" (int $v.exampleServer.port) "path" "/mcp") -}}
+{{- else if $v.gateway.discovery.dnsName -}}
+{{- $d := $v.gateway.discovery -}}
+{{- $_ = set $cfg "discovery" (dict "dns_name" $d.dnsName "port" (int $d.port) "path" $d.path "scheme" $d.scheme) -}}
+{{- else -}}
+{{- $_ = set $cfg "upstreams" $v.gateway.upstreams -}}
+{{- end -}}
+{{- if include "mcpfleet.hasRedis" . -}}
+{{- $_ = set $cfg "idempotency" "redis" -}}
+{{- $_ = set $cfg "task_store" "redis" -}}
+{{- $_ = set $cfg "redis_url" (include "mcpfleet.redisURL" .) -}}
+{{- $limits := deepCopy (get $cfg "limits" | default dict) -}}
+{{- $_ = set $limits "store" "redis" -}}
+{{- $_ = set $cfg "limits" $limits -}}
+{{- else -}}
+{{- $_ = set $cfg "idempotency" "memory" -}}
+{{- $_ = set $cfg "task_store" "memory" -}}
+{{- end -}}
+{{- toYaml $cfg -}}
+{{- end -}}

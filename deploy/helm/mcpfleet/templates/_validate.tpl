@@ -1,0 +1,69 @@
+{{/*
+Checks across values that values.schema.json cannot state; each fails the
+render with a message that names the values to change.
+*/}}
+{{- define "mcpfleet.validate" -}}
+{{- $v := .Values -}}
+{{- $s := $v.secret -}}
+{{- if and $s.create $s.existingSecret -}}
+{{- fail "secret: set either secret.existingSecret (a Secret you made with `mcpfleet secret`) or secret.create with secret.value, not both" -}}
+{{- end -}}
+{{- if and (not $s.create) (not $s.existingSecret) -}}
+{{- fail "secret: every gateway needs the same secret file: set secret.existingSecret to a Secret made with `mcpfleet secret`, or secret.create=true with secret.value" -}}
+{{- end -}}
+{{- if and $s.create (not $s.value) -}}
+{{- fail "secret.create needs secret.value, the output of `mcpfleet secret` (--set-file secret.value=secret.yaml); the chart makes no keys itself, so that every render and every gateway agree" -}}
+{{- end -}}
+{{- if and $v.redis.enabled $v.redis.external.url -}}
+{{- fail "redis: set redis.enabled=false to use redis.external.url, or leave the URL empty for the bundled Valkey" -}}
+{{- end -}}
+{{- if regexMatch "^rediss?://[^/@]*:[^/@]*@" $v.redis.external.url -}}
+{{- fail "redis.external.url carries a password, which would land in the gateway's ConfigMap in clear: serve reads redis_url only from its config file; give a URL without one, of a server that only the gateways can reach" -}}
+{{- end -}}
+{{- $many := or (gt (int $v.replicaCount) 1) (and $v.autoscaling.enabled (gt (int $v.autoscaling.maxReplicas) 1)) -}}
+{{- if and $many (not (include "mcpfleet.hasRedis" .)) -}}
+{{- fail "more than one gateway needs a shared store for idempotency records, tasks and limits: set redis.enabled=true or redis.external.url, or replicaCount=1 without autoscaling" -}}
+{{- end -}}
+{{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) -}}
+{{- fail "autoscaling.minReplicas is above autoscaling.maxReplicas" -}}
+{{- end -}}
+{{- if not $v.exampleServer.enabled -}}
+{{- if and $v.gateway.discovery.dnsName $v.gateway.upstreams -}}
+{{- fail "gateway: set either gateway.discovery.dnsName or gateway.upstreams, not both" -}}
+{{- end -}}
+{{- if not (or $v.gateway.discovery.dnsName $v.gateway.upstreams) -}}
+{{- fail "gateway: with exampleServer.enabled=false the gateway needs its replicas: gateway.discovery.dnsName (a headless Service) and gateway.discovery.port, or gateway.upstreams" -}}
+{{- end -}}
+{{- if and $v.gateway.discovery.dnsName (not $v.gateway.discovery.port) -}}
+{{- fail "gateway.discovery.port: the replicas' port is required with gateway.discovery.dnsName" -}}
+{{- end -}}
+{{- end -}}
+{{- if and $v.networkPolicy.enabled $v.networkPolicy.upstreams.podLabels (not $v.networkPolicy.upstreams.port) -}}
+{{- fail "networkPolicy.upstreams.port: the replicas' port is required with networkPolicy.upstreams.podLabels" -}}
+{{- end -}}
+{{- $owned := dict
+  "listen" "from the image's ports"
+  "admin" "from the image's ports"
+  "secret_file" "from secret.*"
+  "drain_delay" "from gateway.drainDelaySeconds"
+  "grace" "from gateway.graceSeconds"
+  "upstreams" "from gateway.upstreams"
+  "discovery" "from exampleServer or gateway.discovery"
+  "idempotency" "from redis.* (redis whenever the gateways share a store)"
+  "task_store" "from redis.* (redis whenever the gateways share a store)"
+  "redis_url" "from redis.enabled or redis.external.url"
+-}}
+{{- range $key := keys $owned | sortAlpha -}}
+{{- if hasKey $v.gateway.config $key -}}
+{{- fail (printf "gateway.config.%s: the chart sets this key itself, %s" $key (get $owned $key)) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (hasKey $v.gateway.config "limits") (kindIs "map" $v.gateway.config.limits) -}}
+{{- if hasKey $v.gateway.config.limits "store" -}}
+{{- fail "gateway.config.limits.store: the chart sets this key itself (redis whenever the gateways share a store)" -}}
+{{- end -}}
+{{- end -}}
+{{- if and (gt (int $v.gateway.preStopSleepSeconds) 0) (semverCompare "<1.30.0-0" .Capabilities.KubeVersion.Version) -}}
+{{- fail "gateway.preStopSleepSeconds needs lifecycle.preStop.sleep, Kubernetes 1.30 or later" -}}
+{{- end -}}
+{{- end -}}
