@@ -1,0 +1,277 @@
+package helm
+
+import (
+	"bytes"
+	"crypto/rand"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpfleet/mcpfleet/internal/config"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// checkRelease checks every invariant on one render.
+func checkRelease(t testing.TB, r *release) {
+	t.Helper()
+	checkNames(t, r)
+	checkWorkloads(t, r)
+	checkServices(t, r)
+	checkDisruptionBudgets(t, r)
+	checkNetworkPolicies(t, r)
+	checkAutoscaler(t, r)
+	checkServiceMonitors(t, r)
+	checkGateway(t, r)
+	checkDiscovery(t, r)
+}
+
+// secretFile is a secret file as `mcpfleet secret` writes it, made afresh
+// for the test.
+func secretFile(t testing.TB) string {
+	t.Helper()
+	s, err := config.RandomSecret(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := config.WriteSecretFile(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// createdSecret are the values that let the chart make the Secret.
+func createdSecret(t testing.TB) map[string]any {
+	return map[string]any{"secret": map[string]any{"existingSecret": "", "create": true, "value": secretFile(t)}}
+}
+
+// count returns how many objects of type T and component c r holds.
+func count[T any](r *release, c string) int {
+	n := 0
+	for _, o := range r.objects {
+		if _, ok := o.obj.(T); ok && (c == "" || component(o.obj) == c) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestChartRenders renders the chart with its defaults and with each values
+// file of testdata/, decodes every object strictly, and checks the
+// invariants; each case then checks what its values change.
+func TestChartRenders(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  renderOptions
+		check func(t *testing.T, r *release)
+	}{
+		{"defaults", renderOptions{}, func(t *testing.T, r *release) {
+			if n := count[*appsv1.Deployment](r, "redis"); n != 1 {
+				t.Errorf("%d Redis Deployments, want the bundled one", n)
+			}
+			if n := count[*appsv1.StatefulSet](r, "example-server"); n != 1 {
+				t.Errorf("%d example StatefulSets, want 1", n)
+			}
+			if n := count[*corev1.Secret](r, ""); n != 0 {
+				t.Errorf("%d Secrets: by default the chart uses secret.existingSecret", n)
+			}
+			if n := count[*autoscalingv2.HorizontalPodAutoscaler](r, "") + count[*monitoringv1.ServiceMonitor](r, ""); n != 0 {
+				t.Errorf("an autoscaler or ServiceMonitor by default")
+			}
+			if vol, _ := secretVolume(t, gatewayOf(t, r)); vol.SecretName != "mcpfleet-secret" {
+				t.Errorf("secret %q, want mcpfleet-secret", vol.SecretName)
+			}
+			if !strings.Contains(r.notes, "create secret generic mcpfleet-secret") {
+				t.Errorf("the notes do not say how to make the Secret:\n%s", r.notes)
+			}
+		}},
+		{"external Redis", renderOptions{files: []string{"external-redis.yaml"}}, func(t *testing.T, r *release) {
+			if n := count[*appsv1.Deployment](r, "redis") + count[*corev1.Service](r, "redis") + count[*networkingv1.NetworkPolicy](r, "redis"); n != 0 {
+				t.Errorf("%d Redis objects with redis.enabled=false", n)
+			}
+			if u := gatewayOf(t, r).cfg.RedisURL; u != "redis://redis.shared.svc.cluster.local:6379/2" {
+				t.Errorf("redis_url %q, want redis.external.url", u)
+			}
+		}},
+		{"autoscaler and ServiceMonitor", renderOptions{files: []string{"autoscaling-monitoring.yaml"}}, func(t *testing.T, r *release) {
+			if count[*autoscalingv2.HorizontalPodAutoscaler](r, "gateway") != 1 || count[*monitoringv1.ServiceMonitor](r, "gateway") != 1 {
+				t.Error("want one autoscaler and one ServiceMonitor")
+			}
+			if sm := all[*monitoringv1.ServiceMonitor](r)[0]; sm.Labels["release"] != "prometheus" {
+				t.Errorf("ServiceMonitor labels %v, want serviceMonitor.labels among them", sm.Labels)
+			}
+		}},
+		{"Secret made by the chart", renderOptions{set: createdSecret(t)}, func(t *testing.T, r *release) {
+			if n := count[*corev1.Secret](r, "gateway"); n != 1 {
+				t.Errorf("%d Secrets, want the chart's", n)
+			}
+			if gatewayOf(t, r).deploy.Spec.Template.Annotations["checksum/secret"] == "" {
+				t.Error("no checksum/secret: a new secret.value would not roll the gateways")
+			}
+		}},
+		{"preStop, long drain, shared limits", renderOptions{files: []string{"prestop.yaml"}}, func(t *testing.T, r *release) {
+			g := gatewayOf(t, r)
+			if l := g.c.Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Sleep == nil || l.PreStop.Sleep.Seconds != 5 {
+				t.Errorf("preStop %v, want a 5 s sleep", l)
+			}
+			if tg := *g.pod.TerminationGracePeriodSeconds; tg != 5+20+30+5 {
+				t.Errorf("terminationGracePeriodSeconds %d, want 60", tg)
+			}
+			if g.cfg.Limits.Rate != 5 || g.cfg.Balance != "least-inflight" {
+				t.Errorf("gateway.config not in the configuration: %+v", g.cfg.Limits)
+			}
+		}},
+		{"one gateway without Redis", renderOptions{files: []string{"single-gateway.yaml"}}, func(t *testing.T, r *release) {
+			c := gatewayOf(t, r).cfg
+			if c.Idempotency != "memory" || c.TaskStore != "memory" || c.RedisURL != "" {
+				t.Errorf("idempotency %s, task_store %s, redis_url %q: want the process's own", c.Idempotency, c.TaskStore, c.RedisURL)
+			}
+		}},
+		{"own replicas", renderOptions{files: []string{"own-upstreams.yaml"}}, func(t *testing.T, r *release) {
+			if n := count[*appsv1.StatefulSet](r, "") + count[*corev1.Service](r, "example-server"); n != 0 {
+				t.Errorf("%d example objects with exampleServer.enabled=false", n)
+			}
+			if d := gatewayOf(t, r).cfg.Discovery; d.DNSName != "mcp-server.mcp.svc.cluster.local" || d.Port != 3000 {
+				t.Errorf("discovery %+v, want gateway.discovery's", d)
+			}
+			ours := func(np *networkingv1.NetworkPolicy) bool {
+				return np.Spec.PodSelector.MatchLabels["app"] == "mcp-server"
+			}
+			if nps := all[*networkingv1.NetworkPolicy](r); len(nps) != 2 || !slices.ContainsFunc(nps, ours) {
+				t.Errorf("want a NetworkPolicy for the replicas' pods beside Redis's")
+			}
+		}},
+		{"a static list of replicas", renderOptions{set: map[string]any{
+			"exampleServer": map[string]any{"enabled": false},
+			"gateway": map[string]any{"upstreams": []any{
+				map[string]any{"name": "a", "url": "http://mcp-0.mcp-server.mcp.svc.cluster.local:3000/mcp"},
+				map[string]any{"name": "b", "url": "http://mcp-1.mcp-server.mcp.svc.cluster.local:3000/mcp"},
+			}},
+		}}, func(t *testing.T, r *release) {
+			if c := gatewayOf(t, r).cfg; len(c.Upstreams) != 2 || c.Discovery.DNSName != "" {
+				t.Errorf("upstreams %v, discovery %q: want gateway.upstreams", c.Upstreams, c.Discovery.DNSName)
+			}
+		}},
+		{"another release name", renderOptions{release: "edge"}, func(t *testing.T, r *release) {
+			if d := gatewayOf(t, r).deploy; d.Name != "edge-mcpfleet" {
+				t.Errorf("Deployment %q, want edge-mcpfleet", d.Name)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRender(t, tc.opts)
+			checkRelease(t, r)
+			tc.check(t, r)
+		})
+	}
+}
+
+// TestChecksumRollsThePods checks that the pod template's checksums are
+// the same for the same values and change with the configuration or the
+// Secret, so that `helm upgrade` rolls the gateways exactly when serve
+// would read something new.
+func TestChecksumRollsThePods(t *testing.T) {
+	annotation := func(opts renderOptions, key string) string {
+		t.Helper()
+		return gatewayOf(t, mustRender(t, opts)).deploy.Spec.Template.Annotations[key]
+	}
+	base := annotation(renderOptions{}, "checksum/config")
+	if again := annotation(renderOptions{}, "checksum/config"); again != base {
+		t.Errorf("two renders of the same values differ: %s, %s", base, again)
+	}
+	changed := renderOptions{set: map[string]any{"gateway": map[string]any{"config": map[string]any{"balance": "round-robin"}}}}
+	if got := annotation(changed, "checksum/config"); got == base {
+		t.Error("checksum/config unchanged by a new balance")
+	}
+	if got := annotation(renderOptions{files: []string{"prestop.yaml"}}, "checksum/config"); got == base {
+		t.Error("checksum/config unchanged by a new drain delay")
+	}
+	one, two := createdSecret(t), createdSecret(t)
+	if annotation(renderOptions{set: one}, "checksum/secret") == annotation(renderOptions{set: two}, "checksum/secret") {
+		t.Error("checksum/secret unchanged by a new secret.value")
+	}
+}
+
+// TestBadValuesAreRefused checks that values.schema.json and the chart's
+// own checks refuse values that would give a broken fleet, each with a
+// message that names what to change.
+func TestBadValuesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []string
+		set   map[string]any
+		want  string
+	}{
+		{"a values file", []string{"bad-values.yaml"}, nil, "more than one gateway needs a shared store"},
+		{"misspelled key", nil, map[string]any{"replicacount": 2}, "additional properties 'replicacount' not allowed"},
+		{"mis-cased key", nil, map[string]any{"gateway": map[string]any{"drainDelayseconds": 5}}, "'drainDelayseconds' not allowed"},
+		{"wrong type", nil, map[string]any{"replicaCount": "three"}, "at '/replicaCount': got string, want integer"},
+		{"drain beyond serve's 5m", nil, map[string]any{"gateway": map[string]any{"drainDelaySeconds": 301}}, "drainDelaySeconds"},
+		{"root", nil, map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}, "runAsNonRoot"},
+		{"several gateways, no store", nil, map[string]any{"redis": map[string]any{"enabled": false}}, "more than one gateway needs a shared store"},
+		{"autoscaled, no store", nil, map[string]any{"replicaCount": 1, "redis": map[string]any{"enabled": false},
+			"autoscaling": map[string]any{"enabled": true}}, "more than one gateway needs a shared store"},
+		{"no secret", nil, map[string]any{"secret": map[string]any{"existingSecret": ""}}, "every gateway needs the same secret file"},
+		{"two secrets", nil, map[string]any{"secret": map[string]any{"create": true, "value": "x"}}, "not both"},
+		{"created secret without value", nil, map[string]any{"secret": map[string]any{"existingSecret": "", "create": true}}, "at '/secret/value': minLength"},
+		{"password in the Redis URL", nil, map[string]any{"redis": map[string]any{"enabled": false,
+			"external": map[string]any{"url": "redis://app:hunter2@redis:6379/0"}}}, "carries a password"},
+		{"not a Redis URL", nil, map[string]any{"redis": map[string]any{"enabled": false,
+			"external": map[string]any{"url": "http://redis:6379"}}}, "does not match pattern"},
+		{"bundled and external Redis", nil, map[string]any{"redis": map[string]any{"external": map[string]any{"url": "redis://r:6379"}}}, "redis.enabled=false"},
+		{"a key the chart owns", nil, map[string]any{"gateway": map[string]any{"config": map[string]any{"listen": "127.0.0.1:8080"}}}, "gateway.config.listen: the chart sets this key itself, from the image's ports"},
+		{"limits.store", nil, map[string]any{"gateway": map[string]any{"config": map[string]any{"limits": map[string]any{"store": "memory"}}}}, "gateway.config.limits.store"},
+		{"no replicas", nil, map[string]any{"exampleServer": map[string]any{"enabled": false}}, "the gateway needs its replicas"},
+		{"discovery without port", nil, map[string]any{"exampleServer": map[string]any{"enabled": false},
+			"gateway": map[string]any{"discovery": map[string]any{"dnsName": "x.mcp.svc.cluster.local"}}}, "gateway.discovery.port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := render(renderOptions{files: tc.files, set: tc.set})
+			t.Logf("%v", err)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("want an error with %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+// TestServeRefusesABadConfig checks that a configuration serve would refuse
+// fails the render's checks: gateway.config passes through the schema
+// untyped, and only serve's own parser knows its keys.
+func TestServeRefusesABadConfig(t *testing.T) {
+	for _, cfg := range []map[string]any{
+		{"balanse": "hash"},        // unknown key
+		{"balance": "random"},      // bad value
+		{"Balance": "round-robin"}, // keys are case-sensitive
+		{"cache": map[string]any{"mode": "shared", "ttl": "2h"}}, // above max_ttl
+	} {
+		r := mustRender(t, renderOptions{set: map[string]any{"gateway": map[string]any{"config": cfg}}})
+		var cm *corev1.ConfigMap
+		for _, m := range all[*corev1.ConfigMap](r) {
+			cm = m
+		}
+		if _, err := config.Parse([]byte(cm.Data["mcpfleet.yaml"])); err == nil {
+			t.Errorf("gateway.config %v: serve's parser accepts it", cfg)
+		} else {
+			t.Logf("gateway.config %v: %v", cfg, err)
+		}
+	}
+}
+
+// TestHelmLint runs `helm lint` on the chart: Chart.yaml, values and
+// templates, with Helm's own rules.
+func TestHelmLint(t *testing.T) {
+	l := lint.All(chartDir, nil, namespace, false)
+	for _, m := range l.Messages {
+		t.Log(m)
+	}
+	if l.HighestSeverity >= support.WarningSev {
+		t.Errorf("helm lint: highest severity %d", l.HighestSeverity)
+	}
+}
