@@ -94,7 +94,7 @@ func TestChecksCatchBrokenCharts(t *testing.T) {
 		want string
 	}{
 		{"grace shorter than drain plus grace", func(t *testing.T) *release {
-			return edit(t, base, "Deployment", "gateway", "terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds: 25")
+			return edit(t, base, "Deployment", "gateway", "terminationGracePeriodSeconds: 32", "terminationGracePeriodSeconds: 27")
 		}, "terminationGracePeriodSeconds"},
 		{"readiness on /healthz", func(t *testing.T) *release {
 			return edit(t, base, "Deployment", "gateway", "path: /readyz", "path: /healthz")
