@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: on a fresh machine it installs what the tests need, then
-# runs vet, staticcheck, the race-enabled test suite, short fuzz runs of
+# runs vet, staticcheck, the race-enabled test suite, the container image's
+# and the Helm chart's checks (deploy/), short fuzz runs of
 # every parser of untrusted bytes, the benchmarks once, and the official MCP
 # conformance suite through the gateway (scripts/conformance.sh).
 #
@@ -27,6 +28,8 @@ install_balancers() {
 	command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
 	command -v redis-server >/dev/null || missing+=(redis-server)
 	command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]] || missing+=(chromium)
+	[[ -s /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates) # the container image's CA bundle
+	command -v git >/dev/null || missing+=(git)                                 # the image's build time and version
 	((${#missing[@]})) || return 0
 	if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
 		echo "scripts/test.sh: ${missing[*]} missing and cannot be installed here; their tests will be skipped" >&2
@@ -69,6 +72,14 @@ MCPFLEET_TEST_SERVER=std go test -race -count=1 ./internal/gateway
 
 step "chaos: rolling restarts under load (internal/chaos, alone)"
 go test -count=1 -timeout 5m ./internal/chaos
+
+# The deployment artefacts are nested modules, so that the binary's own
+# module gains neither go-containerregistry nor Helm and the Kubernetes API.
+step "deploy/image: the container image, built offline and inspected"
+(cd deploy/image && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && go test -count=1 ./...)
+
+step "deploy/helm: the Helm chart, rendered and decoded strictly"
+(cd deploy/helm && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && go test -count=1 ./...)
 
 step "fuzz (${FUZZTIME:-10s} per target)"
 # Every Fuzz function in the tree, each run on its own for a short while.
