@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,12 +35,7 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 	}
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		// A *url.Error quotes the whole URL, password included: keep only its cause, so no
-		// credential reaches a log from here.
-		if ue, ok := errors.AsType[*url.Error](err); ok {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("parsing redis url: %w", err)
+		return nil, fmt.Errorf("parsing redis url: %s", urlProblem(err))
 	}
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = DefaultDialTimeout
@@ -58,4 +54,27 @@ func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
 	opts.DialerRetries = 2
 	opts.DialerRetryTimeout = 20 * time.Millisecond
 	return redis.NewClient(opts), nil
+}
+
+// urlProblem says what is wrong with a URL that redis.ParseURL refused, in words that quote none of
+// it. A *url.Error quotes the whole URL, and its cause, like go-redis's own errors, quotes the part
+// refused: a port, a path, an option, an escape. A password with a '/', '?' or '#' in it is cut by
+// the parser into exactly those parts (redis://:pa/ss@host has the port "pa" and the path
+// "/ss@host"), so only the words before the first colon or quote are kept: "invalid port" of
+// `invalid port ":pa" after host`.
+func urlProblem(err error) string {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
+	}
+	if _, ok := errors.AsType[url.InvalidHostError](err); ok {
+		return "invalid character in host name"
+	}
+	msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), "redis: "), "net/url: ")
+	if i := strings.IndexAny(msg, `:"`); i >= 0 {
+		msg = msg[:i]
+	}
+	if msg = strings.TrimSpace(msg); msg == "" {
+		return "malformed URL"
+	}
+	return msg
 }
