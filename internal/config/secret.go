@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,16 +39,7 @@ var yamlLine = regexp.MustCompile(`line \d+`)
 // [CheckSecretPerm]), and reports what is wrong without echoing any of the
 // file's values.
 func ReadSecret(path string) (Secret, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return Secret{}, fmt.Errorf("reading secret file: %w", err)
-	}
-	gid := -1
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		gid = int(sys.Gid)
-	}
-	groups, _ := os.Getgroups()
-	if err := CheckSecretPerm(st.Mode().Perm(), gid, append(groups, os.Getegid())); err != nil {
+	if err := CheckSecretFile(path); err != nil {
 		return Secret{}, fmt.Errorf("secret file %s: %w", path, err)
 	}
 	b, err := os.ReadFile(path)
@@ -59,6 +51,26 @@ func ReadSecret(path string) (Secret, error) {
 		return Secret{}, fmt.Errorf("secret file %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// CheckSecretFile applies [CheckSecretPerm] to the file at path: its mode and
+// group, with the process's groups. It reads none of the file, and its error
+// does not name path: the caller says which file it is. Every file that holds
+// a credential is checked with it before it is read.
+func CheckSecretFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err
+		}
+		return err
+	}
+	gid := -1
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		gid = int(sys.Gid)
+	}
+	groups, _ := os.Getgroups()
+	return CheckSecretPerm(st.Mode().Perm(), gid, append(groups, os.Getegid()))
 }
 
 // CheckSecretPerm says whether a secret file with permissions perm, owned
