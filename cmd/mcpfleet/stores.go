@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/cache"
@@ -19,7 +22,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Key prefixes of the shared stores in redis_url's server.
+// Key prefixes of the shared stores in the server of redis_url (or
+// redis_url_file).
 const (
 	idemPrefix  = "mcpfleet:idem:"
 	limitPrefix = "mcpfleet:limit:"
@@ -39,11 +43,15 @@ type stores struct {
 // buildStores makes the stores cfg names and hands them to o.
 func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stores, error) {
 	s := &stores{}
+	url, key, err := redisURL(&cfg)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	client := func() (redis.UniversalClient, error) {
 		if s.redis == nil {
-			c, err := store.NewRedisClient(cfg.RedisURL)
+			c, err := store.NewRedisClient(url)
 			if err != nil {
-				return nil, usageError{fmt.Errorf("redis_url: %w", err)}
+				return nil, usageError{fmt.Errorf("%s: %w", key, err)}
 			}
 			s.redis = c
 		}
@@ -111,6 +119,39 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		go func() { defer close(s.done); v.Refresh(ctx, src, log) }()
 	}
 	return s, nil
+}
+
+// redisURL returns the URL of the stores' server and the key that named it
+// for errors: redis_url, or the one line of redis_url_file, read now on the
+// secret file's terms (config.CheckSecretFile). What is wrong with the file
+// is told by its path alone: none of its content, password and all, reaches
+// an error.
+func redisURL(cfg *config.Config) (url, key string, err error) {
+	path := cfg.RedisURLFile
+	if path == "" {
+		return cfg.RedisURL, "redis_url", nil
+	}
+	key = "redis_url_file " + path
+	if err := config.CheckSecretFile(path); err != nil {
+		return "", "", fmt.Errorf("%s: %w", key, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("reading redis_url_file: %w", err)
+	}
+	url = strings.TrimSpace(string(b))
+	switch {
+	case url == "":
+		err = errors.New("empty: want one line, the redis:// or rediss:// URL")
+	case strings.ContainsAny(url, "\r\n"):
+		err = errors.New("more than one line: want one line, the redis:// or rediss:// URL")
+	default:
+		err = config.CheckRedisURL(url)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", key, err)
+	}
+	return url, key, nil
 }
 
 // close stops lease renewals and closes the Redis client, once the gateway

@@ -87,6 +87,10 @@ type Config struct {
 	// RedisURL is the Redis or Valkey server (redis:// or rediss://) for
 	// every store set to redis (idempotency, limits.store, task_store).
 	RedisURL string `yaml:"redis_url"`
+	// RedisURLFile is the path of a file that holds that URL instead, on one
+	// line, so that a password stays out of this file; serve reads it at
+	// start, on the secret file's terms. Either key, not both.
+	RedisURLFile string `yaml:"redis_url_file"`
 	// Limits admits governed calls: rate and concurrency per caller, caps
 	// per tool.
 	Limits Limits `yaml:"limits"`
@@ -362,16 +366,7 @@ func (c *Config) Validate() error {
 		// with salts of their own would each count a caller apart.
 		bad("limits.store", "redis needs secret_file, so that every gateway names a caller alike (mcpfleet secret makes one)")
 	}
-	switch {
-	case c.RedisURL == "":
-		for key, v := range map[string]string{"idempotency": c.Idempotency, "limits.store": c.Limits.Store, "task_store": c.TaskStore, "cache.mode": c.Cache.Mode} {
-			if v == "redis" || v == "shared" {
-				bad("redis_url", "required when %s is %s", key, v)
-			}
-		}
-	case !strings.HasPrefix(c.RedisURL, "redis://") && !strings.HasPrefix(c.RedisURL, "rediss://"):
-		bad("redis_url", "want a redis:// or rediss:// URL")
-	}
+	c.validateRedis(bad)
 	if c.IdempotencyLease <= 0 || c.IdempotencyTTL <= 0 {
 		bad("idempotency_lease", "idempotency_lease and idempotency_ttl must be positive")
 	}
@@ -381,6 +376,41 @@ func (c *Config) Validate() error {
 		bad("log_level", "must be debug, info, warn or error, got %q", c.LogLevel)
 	}
 	return errors.Join(errs...)
+}
+
+// validateRedis checks that a store set to redis has its server, named by
+// redis_url or redis_url_file but not both. The file is serve's to read:
+// only the path's shape is checked here.
+func (c *Config) validateRedis(bad func(string, string, ...any)) {
+	switch {
+	case c.RedisURL != "" && c.RedisURLFile != "":
+		bad("redis_url", "use either redis_url or redis_url_file, not both")
+	case c.RedisURL != "":
+		if err := CheckRedisURL(c.RedisURL); err != nil {
+			bad("redis_url", "%v", err)
+		}
+	case c.RedisURLFile != "":
+		if strings.Contains(c.RedisURLFile, "://") || strings.ContainsAny(c.RedisURLFile, "\x00\r\n") {
+			// Not quoted: it may be the URL itself, password and all.
+			bad("redis_url_file", "want the path of a file that holds the URL, not the URL")
+		}
+	default:
+		for _, s := range [][2]string{{"idempotency", c.Idempotency}, {"limits.store", c.Limits.Store}, {"task_store", c.TaskStore}, {"cache.mode", c.Cache.Mode}} {
+			if s[1] == "redis" || s[1] == "shared" {
+				bad("redis_url or redis_url_file", "required when %s is %s", s[0], s[1])
+			}
+		}
+	}
+}
+
+// CheckRedisURL checks the shape of the URL of redis_url, or of the one
+// that redis_url_file holds: redis:// or rediss://. Its error quotes none
+// of it.
+func CheckRedisURL(u string) error {
+	if !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
+		return errors.New("not a redis:// or rediss:// URL")
+	}
+	return nil
 }
 
 func nonNeg(bad func(string, string, ...any), key string, d time.Duration) {

@@ -63,7 +63,8 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"health timeout over interval", base + "health_check: {interval: 1s, timeout: 2s}\n", "health_check.timeout"},
 		{"health fall zero", base + "health_check: {fall: 0}\n", "health_check.fall"},
 		{"redis without url", base + "idempotency: redis\n", "redis_url"},
-		{"bad redis url", base + "idempotency: redis\nredis_url: http://x\n", "redis_url"},
+		{"bad redis url", base + "idempotency: redis\nredis_url: http://x\n", "redis_url: not a redis:// or rediss:// URL"},
+		{"redis url and file", base + "idempotency: redis\nredis_url: redis://x:6379\nredis_url_file: /run/redis-url\n", "use either redis_url or redis_url_file, not both"},
 		{"limits redis without url", base + "limits: {store: redis, rate: 5}\nsecret_file: s.yaml\n", "redis_url"},
 		{"limits redis without a shared salt", base + "redis_url: redis://127.0.0.1:6379\nlimits: {store: redis, rate: 5}\n", "limits.store"},
 		{"task store redis without url", base + "task_store: redis\n", "redis_url"},
@@ -176,5 +177,55 @@ cache:
 	}
 	if d := Default(); d.Cache.Mode != "off" || d.Cache.MaxBytes != 64<<20 {
 		t.Fatalf("cache defaults = %+v", d.Cache)
+	}
+}
+
+// TestRedisURLFile checks that redis_url_file stands for redis_url for every
+// store set to redis, that a store without either names both keys, and that
+// a URL given as the file's path is refused without being quoted.
+func TestRedisURLFile(t *testing.T) {
+	base := "upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\nsecret_file: s.yaml\n"
+	for _, store := range []string{"idempotency: redis", "task_store: redis", "limits: {store: redis, rate: 5}", "cache: {mode: shared}"} {
+		t.Run(store, func(t *testing.T) {
+			c, err := Parse([]byte(base + store + "\nredis_url_file: /run/mcpfleet/redis-url\n"))
+			if err != nil || c.RedisURLFile != "/run/mcpfleet/redis-url" || c.RedisURL != "" {
+				t.Errorf("Parse = %q, %q, %v; want the file alone", c.RedisURLFile, c.RedisURL, err)
+			}
+			_, err = Parse([]byte(base + store + "\n"))
+			if err == nil || !strings.Contains(err.Error(), "redis_url or redis_url_file: required when") {
+				t.Errorf("without either key: %v, want an error naming both", err)
+			}
+		})
+	}
+	_, err := Parse([]byte(base + "idempotency: redis\nredis_url_file: 'redis://:hunter2@valkey:6379/0'\n"))
+	if err == nil || !strings.Contains(err.Error(), "redis_url_file: want the path of a file") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a URL as redis_url_file: %v, want it refused and not quoted", err)
+	}
+}
+
+func TestCheckSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name string
+		mode os.FileMode // 0: no file
+		want string      // "" accepted
+	}{
+		{"private", 0o600, ""},
+		{"others may read", 0o644, "readable by others"},
+		{"missing", 0, "no such file or directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, tt.name)
+			if tt.mode != 0 {
+				if err := os.WriteFile(p, []byte("x"), tt.mode); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(p, tt.mode)
+			}
+			err := CheckSecretFile(p)
+			if (tt.want == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), p))) {
+				t.Errorf("CheckSecretFile = %v, want %q and no path", err, tt.want)
+			}
+		})
 	}
 }
