@@ -99,6 +99,28 @@ func TestChartRenders(t *testing.T) {
 				t.Errorf("redis_url %q, want redis.external.url", u)
 			}
 		}},
+		{"external Redis from a Secret", renderOptions{files: []string{"external-redis-secret.yaml"}}, func(t *testing.T, r *release) {
+			g := gatewayOf(t, r)
+			if g.cfg.RedisURLFile != "/etc/mcpfleet/redis/redis-url" || g.cfg.RedisURL != "" || strings.Contains(g.text, "redis_url:") {
+				t.Errorf("redis_url_file %q, redis_url %q: want the file alone\n%s", g.cfg.RedisURLFile, g.cfg.RedisURL, g.text)
+			}
+			vol, key := secretVolumeAt(t, g, "redis_url_file", g.cfg.RedisURLFile)
+			if vol.SecretName != "mcpfleet-redis" || key != "redis-url" {
+				t.Errorf("redis_url_file from Secret %s key %s, want mcpfleet-redis key redis-url", vol.SecretName, key)
+			}
+			if perm, gid := kubeletFile(g.pod, vol, key); perm != 0o440 || gid != imageUser {
+				t.Errorf("kubelet writes mode %04o group %d, want 0440 group %d", perm, gid, imageUser)
+			}
+			if err := secretFileReadable(g.pod, vol, key); err != nil {
+				t.Error(err)
+			}
+			if n := count[*appsv1.Deployment](r, "redis") + count[*corev1.Secret](r, ""); n != 0 {
+				t.Errorf("%d Redis Deployments or Secrets: the Secret is yours", n)
+			}
+			if !strings.Contains(r.notes, "create secret generic mcpfleet-redis --from-file=redis-url=") {
+				t.Errorf("the notes do not say how to make the Redis URL's Secret:\n%s", r.notes)
+			}
+		}},
 		{"autoscaler and ServiceMonitor", renderOptions{files: []string{"autoscaling-monitoring.yaml"}}, func(t *testing.T, r *release) {
 			if count[*autoscalingv2.HorizontalPodAutoscaler](r, "gateway") != 1 || count[*monitoringv1.ServiceMonitor](r, "gateway") != 1 {
 				t.Error("want one autoscaler and one ServiceMonitor")
@@ -225,6 +247,13 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"not a Redis URL", nil, map[string]any{"redis": map[string]any{"enabled": false,
 			"external": map[string]any{"url": "http://redis:6379"}}}, "does not match pattern"},
 		{"bundled and external Redis", nil, map[string]any{"redis": map[string]any{"external": map[string]any{"url": "redis://r:6379"}}}, "redis.enabled=false"},
+		{"bundled Redis and a Secret", nil, map[string]any{"redis": map[string]any{"external": map[string]any{"existingSecret": "mcpfleet-redis"}}}, "redis.enabled=false"},
+		{"a URL and a Secret", nil, map[string]any{"redis": map[string]any{"enabled": false,
+			"external": map[string]any{"url": "redis://redis:6379/0", "existingSecret": "mcpfleet-redis"}}}, "not both"},
+		{"a password with a slash", nil, map[string]any{"redis": map[string]any{"enabled": false,
+			"external": map[string]any{"url": "redis://app:hun/ter2@redis:6379/0"}}}, "redis.external.existingSecret"},
+		{"an empty Secret key", nil, map[string]any{"redis": map[string]any{"enabled": false,
+			"external": map[string]any{"existingSecret": "mcpfleet-redis", "existingSecretKey": ""}}}, "at '/redis/external/existingSecretKey': minLength"},
 		{"a key the chart owns", nil, map[string]any{"gateway": map[string]any{"config": map[string]any{"listen": "127.0.0.1:8080"}}}, "gateway.config.listen: the chart sets this key itself, from the image's ports"},
 		{"limits.store", nil, map[string]any{"gateway": map[string]any{"config": map[string]any{"limits": map[string]any{"store": "memory"}}}}, "gateway.config.limits.store"},
 		{"no replicas", nil, map[string]any{"exampleServer": map[string]any{"enabled": false}}, "the gateway needs its replicas"},
@@ -236,6 +265,9 @@ func TestBadValuesAreRefused(t *testing.T) {
 			t.Logf("%v", err)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("want an error with %q, got %v", tc.want, err)
+			}
+			if err != nil && (strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "ter2@")) {
+				t.Errorf("the error shows the password: %v", err)
 			}
 		})
 	}

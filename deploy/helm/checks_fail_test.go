@@ -88,6 +88,7 @@ func TestChecksCatchBrokenCharts(t *testing.T) {
 		t.Fatalf("the defaults fail: %q", errs)
 	}
 	withMonitor := mustRender(t, renderOptions{files: []string{"autoscaling-monitoring.yaml"}})
+	withRedisSecret := mustRender(t, renderOptions{files: []string{"external-redis-secret.yaml"}})
 	for _, tc := range []struct {
 		name string
 		r    func(t *testing.T) *release
@@ -132,6 +133,12 @@ func TestChecksCatchBrokenCharts(t *testing.T) {
 		{"secret others may read", func(t *testing.T) *release {
 			return edit(t, base, "Deployment", "gateway", "defaultMode: 256", "defaultMode: 292")
 		}, "readable by others"},
+		{"redis_url_file elsewhere", func(t *testing.T) *release {
+			return edit(t, withRedisSecret, "ConfigMap", "gateway", "redis_url_file: /etc/mcpfleet/redis/redis-url", "redis_url_file: /etc/mcpfleet/redis-url")
+		}, "redis_url_file /etc/mcpfleet/redis-url is not a file of a mounted Secret"},
+		{"the Redis URL's file others may read", func(t *testing.T) *release {
+			return edit(t, withRedisSecret, "Deployment", "gateway", "secretName: mcpfleet-redis\n            defaultMode: 256", "secretName: mcpfleet-redis\n            defaultMode: 292")
+		}, "redis_url_file: serve refuses the file as the kubelet writes it"},
 		{"no fsGroup", func(t *testing.T) *release {
 			return edit(t, base, "Deployment", "gateway", "        fsGroup: 65532\n", "")
 		}, "cannot read it"},

@@ -176,38 +176,53 @@ func checkTermination(t testing.TB, g gateway) {
 // secret_file, and the Secret's name.
 func secretVolume(t testing.TB, g gateway) (*corev1.SecretVolumeSource, string) {
 	t.Helper()
+	return secretVolumeAt(t, g, "secret_file", g.cfg.SecretFile)
+}
+
+// secretVolumeAt returns the Secret volume, mounted read-only, and the key
+// of the Secret behind the file that the configuration's key names.
+func secretVolumeAt(t testing.TB, g gateway, key, file string) (*corev1.SecretVolumeSource, string) {
+	t.Helper()
 	for _, m := range g.c.VolumeMounts {
-		if path.Dir(g.cfg.SecretFile) != m.MountPath || m.SubPath != "" {
+		if path.Dir(file) != m.MountPath || m.SubPath != "" {
 			continue
 		}
 		if !m.ReadOnly {
-			t.Errorf("the secret volume is mounted writable")
+			t.Errorf("the Secret volume of %s is mounted writable", key)
 		}
 		for _, v := range g.pod.Volumes {
 			if v.Name != m.Name || v.Secret == nil {
 				continue
 			}
 			if len(v.Secret.Items) == 0 {
-				return v.Secret, path.Base(g.cfg.SecretFile)
+				return v.Secret, path.Base(file)
 			}
 			for _, it := range v.Secret.Items {
-				if it.Path == path.Base(g.cfg.SecretFile) {
+				if it.Path == path.Base(file) {
 					return v.Secret, it.Key
 				}
 			}
 		}
 	}
-	t.Fatalf("secret_file %s is not a file of a mounted Secret", g.cfg.SecretFile)
+	t.Fatalf("%s %s is not a file of a mounted Secret", key, file)
 	return nil, ""
 }
 
 // checkSecretFile checks that serve will read the secret file the kubelet
-// writes, and that a Secret the chart makes holds one serve loads.
+// writes, and the Redis URL's file if there is one, and that a Secret the
+// chart makes holds a secret file serve loads.
 func checkSecretFile(t testing.TB, r *release, g gateway) {
 	t.Helper()
 	vol, key := secretVolume(t, g)
 	if err := secretFileReadable(g.pod, vol, key); err != nil {
 		t.Error(err)
+	}
+	if f := g.cfg.RedisURLFile; f != "" {
+		if rv, rk := secretVolumeAt(t, g, "redis_url_file", f); rv != nil {
+			if err := secretFileReadable(g.pod, rv, rk); err != nil {
+				t.Errorf("redis_url_file: %v", err)
+			}
+		}
 	}
 	for _, s := range all[*corev1.Secret](r) {
 		if s.Name != vol.SecretName {
@@ -246,7 +261,7 @@ func checkStores(t testing.TB, r *release, g gateway) {
 	t.Helper()
 	c := g.cfg
 	if n := replicas(r, g.deploy); n > 1 {
-		if c.Idempotency != "redis" || c.TaskStore != "redis" || c.Limits.Store != "redis" || c.RedisURL == "" {
+		if c.Idempotency != "redis" || c.TaskStore != "redis" || c.Limits.Store != "redis" || (c.RedisURL == "" && c.RedisURLFile == "") {
 			t.Errorf("%d gateways with idempotency %s, task_store %s, limits.store %s: each would keep its own",
 				n, c.Idempotency, c.TaskStore, c.Limits.Store)
 		}

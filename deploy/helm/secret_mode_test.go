@@ -54,18 +54,19 @@ func processIDs(pod *corev1.PodSpec) (uid int, groups []int) {
 	return uid, groups
 }
 
-// secretFileReadable says whether the gateway can open the secret file
-// the kubelet writes and whether serve then accepts its mode
-// (config.CheckSecretPerm, as serve's ReadSecret calls it).
+// secretFileReadable says whether the gateway can open a file of a Secret
+// volume as the kubelet writes it and whether serve then accepts its mode
+// (config.CheckSecretPerm, as serve's config.CheckSecretFile calls it for
+// the secret file and redis_url_file).
 func secretFileReadable(pod *corev1.PodSpec, vol *corev1.SecretVolumeSource, key string) error {
 	perm, gid := kubeletFile(pod, vol, key)
 	uid, groups := processIDs(pod)
 	readable := perm&0o004 != 0 || (perm&0o040 != 0 && slices.Contains(groups, gid)) || (uid == 0 && perm&0o400 != 0)
 	if !readable {
-		return fmt.Errorf("secret file mode %04o, owner 0 group %d: user %d in groups %v cannot read it", perm, gid, uid, groups)
+		return fmt.Errorf("file mode %04o, owner 0 group %d: user %d in groups %v cannot read it", perm, gid, uid, groups)
 	}
 	if err := config.CheckSecretPerm(perm, gid, groups); err != nil {
-		return fmt.Errorf("serve refuses the secret file as the kubelet writes it (group %d, process groups %v): %w", gid, groups, err)
+		return fmt.Errorf("serve refuses the file as the kubelet writes it (group %d, process groups %v): %w", gid, groups, err)
 	}
 	return nil
 }

@@ -23,7 +23,11 @@ always give the same file and the same checksum.
 {{- if include "mcpfleet.hasRedis" . -}}
 {{- $_ = set $cfg "idempotency" "redis" -}}
 {{- $_ = set $cfg "task_store" "redis" -}}
+{{- if $v.redis.external.existingSecret -}}
+{{- $_ = set $cfg "redis_url_file" (printf "%s/redis-url" (include "mcpfleet.redisDir" .)) -}}
+{{- else -}}
 {{- $_ = set $cfg "redis_url" (include "mcpfleet.redisURL" .) -}}
+{{- end -}}
 {{- $limits := deepCopy (get $cfg "limits" | default dict) -}}
 {{- $_ = set $limits "store" "redis" -}}
 {{- $_ = set $cfg "limits" $limits -}}

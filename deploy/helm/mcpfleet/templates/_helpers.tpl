@@ -54,7 +54,8 @@ capabilities:
 
 {{/* Whether the gateways have a shared store. */}}
 {{- define "mcpfleet.hasRedis" -}}
-{{- if or .Values.redis.enabled .Values.redis.external.url -}}true{{- end -}}
+{{- $r := .Values.redis -}}
+{{- if or $r.enabled $r.external.url $r.external.existingSecret -}}true{{- end -}}
 {{- end -}}
 
 {{- define "mcpfleet.redisURL" -}}
@@ -72,6 +73,7 @@ capabilities:
 {{/* Where the image reads its files (its CMD names the config's path). */}}
 {{- define "mcpfleet.configDir" -}}/etc/mcpfleet{{- end -}}
 {{- define "mcpfleet.secretDir" -}}/etc/mcpfleet/secret{{- end -}}
+{{- define "mcpfleet.redisDir" -}}/etc/mcpfleet/redis{{- end -}}
 
 {{/*
 terminationGracePeriodSeconds: the preStop sleep, the drain delay and the

@@ -14,15 +14,20 @@ render with a message that names the values to change.
 {{- if and $s.create (not $s.value) -}}
 {{- fail "secret.create needs secret.value, the output of `mcpfleet secret` (--set-file secret.value=secret.yaml); the chart makes no keys itself, so that every render and every gateway agree" -}}
 {{- end -}}
-{{- if and $v.redis.enabled $v.redis.external.url -}}
-{{- fail "redis: set redis.enabled=false to use redis.external.url, or leave the URL empty for the bundled Valkey" -}}
+{{- $x := $v.redis.external -}}
+{{- if and $v.redis.enabled (or $x.url $x.existingSecret) -}}
+{{- fail "redis: set redis.enabled=false to use redis.external.url or redis.external.existingSecret, or leave both empty for the bundled Valkey" -}}
 {{- end -}}
-{{- if regexMatch "^rediss?://[^/@]*:[^/@]*@" $v.redis.external.url -}}
-{{- fail "redis.external.url carries a password, which would land in the gateway's ConfigMap in clear: serve reads redis_url only from its config file; give a URL without one, of a server that only the gateways can reach" -}}
+{{- if and $x.url $x.existingSecret -}}
+{{- fail "redis.external: set either redis.external.url (a URL without a password) or redis.external.existingSecret (a Secret holding the URL), not both" -}}
+{{- end -}}
+{{- /* Any userinfo with a colon: a password, even one whose '/' ends the authority early. */ -}}
+{{- if regexMatch "^rediss?://[^@]*:[^@]*@" $x.url -}}
+{{- fail "redis.external.url carries a password, which would land in the gateway's ConfigMap in clear: put the URL in a Secret and name it in redis.external.existingSecret (serve reads it as redis_url_file), or give a URL without one" -}}
 {{- end -}}
 {{- $many := or (gt (int $v.replicaCount) 1) (and $v.autoscaling.enabled (gt (int $v.autoscaling.maxReplicas) 1)) -}}
 {{- if and $many (not (include "mcpfleet.hasRedis" .)) -}}
-{{- fail "more than one gateway needs a shared store for idempotency records, tasks and limits: set redis.enabled=true or redis.external.url, or replicaCount=1 without autoscaling" -}}
+{{- fail "more than one gateway needs a shared store for idempotency records, tasks and limits: set redis.enabled=true, redis.external.url or redis.external.existingSecret, or replicaCount=1 without autoscaling" -}}
 {{- end -}}
 {{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) -}}
 {{- fail "autoscaling.minReplicas is above autoscaling.maxReplicas" -}}
@@ -52,6 +57,7 @@ render with a message that names the values to change.
   "idempotency" "from redis.* (redis whenever the gateways share a store)"
   "task_store" "from redis.* (redis whenever the gateways share a store)"
   "redis_url" "from redis.enabled or redis.external.url"
+  "redis_url_file" "from redis.external.existingSecret"
 -}}
 {{- range $key := keys $owned | sortAlpha -}}
 {{- if hasKey $v.gateway.config $key -}}
