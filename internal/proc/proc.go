@@ -1,0 +1,150 @@
+// Package proc runs the real programs a chaos run puts around a fleet
+// (redis-server, HAProxy, mcpfleet serve itself) as child processes on
+// loopback: each keeps the end of its output for a report, and each is
+// stopped by its owner, gently (SIGTERM) or at once (SIGKILL).
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// tailBytes is how much of a process's output is kept: the end of it,
+// where the reason it stopped is.
+const tailBytes = 64 << 10
+
+// Process is a running child process. Its methods are safe for concurrent
+// use.
+type Process struct {
+	// Name says which process this is in errors and reports.
+	Name string
+
+	cmd    *exec.Cmd
+	out    *tail
+	exited chan struct{} // closed once Wait has returned
+	err    error         // Wait's result; read after exited is closed
+}
+
+// Start runs bin with args, its stdout and stderr kept together (the end
+// of them, see Output).
+func Start(name, bin string, args ...string) (*Process, error) {
+	p := &Process{Name: name, cmd: exec.Command(bin, args...), out: &tail{}, exited: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err is how the process exited (nil for status 0); it blocks until it has.
+func (p *Process) Err() error {
+	<-p.exited
+	return p.err
+}
+
+// Terminate sends SIGTERM: the process stops as it does for an operator.
+func (p *Process) Terminate() error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signalling %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// Stop sends SIGTERM, waits up to timeout for the process to exit, then
+// kills it, and returns once it has exited. It may be called more than
+// once, and on a process that has exited.
+func (p *Process) Stop(timeout time.Duration) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.Terminate() // an error means it has gone already
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+		p.Kill()
+	}
+}
+
+// Kill sends SIGKILL and returns once the process has exited.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill() // os.ErrProcessDone: it has exited
+	<-p.exited
+}
+
+// Output returns the end of what the process wrote, stdout and stderr
+// interleaved.
+func (p *Process) Output() string { return p.out.String() }
+
+// LastLines returns the last n lines of s, an output: where a process
+// says why it stopped.
+func LastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// Lookup returns the path of the program name, found on PATH or in
+// /usr/sbin (where Debian puts haproxy). Its error names the Debian package
+// pkg that installs it.
+func Lookup(name, pkg string) (string, error) {
+	for _, p := range []string{name, filepath.Join("/usr/sbin", name)} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found on PATH or in /usr/sbin: install it (apt-get install %s)", name, pkg)
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+// Another process may take it before the caller binds it: callers that
+// start a server on it retry with a new one.
+func FreeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// tail keeps the last tailBytes written to it.
+type tail struct {
+	mu sync.Mutex // guards b
+	b  []byte
+}
+
+// Write keeps p, dropping the oldest bytes beyond tailBytes.
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - tailBytes; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns what is kept.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
