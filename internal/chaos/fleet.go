@@ -17,8 +17,9 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
-// fleet is the system under test: replicas, the shared ledger, the gateway
-// on its loopback listener and the health checker.
+// fleet is the system under test: replicas, the shared ledger and, rolling
+// the replicas, the gateway on its loopback listener and the health
+// checker (rolling the gateways, those are processes: gatewayFleet).
 type fleet struct {
 	o          *Options
 	replicas   []*replica
@@ -34,8 +35,9 @@ type fleet struct {
 	bg         sync.WaitGroup // the gateway's Serve and the checker
 }
 
-// startFleet starts o.Replicas replicas sharing a ledger in dir, and the
-// gateway in front of them, and waits until every replica is up.
+// startFleet starts o.Replicas replicas sharing a ledger in dir and, with
+// RollReplicas, the gateway in front of them, and waits until it sees
+// every replica up.
 func startFleet(ctx context.Context, o *Options, dir string) (*fleet, error) {
 	f := &fleet{o: o, ledgerPath: filepath.Join(dir, "ledger")}
 	var err error
@@ -45,6 +47,9 @@ func startFleet(ctx context.Context, o *Options, dir string) (*fleet, error) {
 	if err := f.startReplicas(); err != nil {
 		f.close()
 		return nil, err
+	}
+	if o.Roll == RollGateways {
+		return f, nil
 	}
 	if err := f.startGateway(); err != nil {
 		f.close()
@@ -62,9 +67,11 @@ func startFleet(ctx context.Context, o *Options, dir string) (*fleet, error) {
 // startReplicas starts the replicas on free loopback ports.
 func (f *fleet) startReplicas() error {
 	drain, grace := f.o.DrainDelay, f.o.Grace
-	if f.o.Kill == KillHard {
+	if f.o.Kill == KillHard || f.o.Roll == RollGateways {
 		// A killed process drains nothing and runs nothing more: Serve's
 		// shutdown after the kill only ends the handlers left behind.
+		// Rolling the gateways, the replicas stop only once the traffic
+		// is over, as if killed.
 		drain, grace = 0, time.Nanosecond
 	}
 	if grace == 0 {
@@ -160,24 +167,53 @@ func (f *fleet) waitUp(ctx context.Context, name string) error {
 	}
 }
 
-// RestartEvent is one replica's stop and restart, in time from the start
-// of the traffic.
+// RestartEvent is one replica's (or gateway's) stop and restart, in time
+// from the start of the traffic.
 type RestartEvent struct {
-	Replica string `json:"replica"`
-	// Stop is when the replica got SIGTERM or SIGKILL.
+	// Replica names the replica restarted, with RollReplicas.
+	Replica string `json:"replica,omitempty"`
+	// Gateway names the gateway process restarted, with RollGateways.
+	Gateway string `json:"gateway,omitempty"`
+	// Stop is when the replica (or gateway) got SIGTERM or SIGKILL.
 	Stop time.Duration `json:"stop"`
+	// Out is when HAProxy saw the stopping gateway down and sent it no
+	// more work; RollGateways only.
+	Out time.Duration `json:"out,omitempty"`
 	// Cut is when calls still in flight were killed: the kill itself, or
 	// the end of the grace if calls were left then; -1 if none were.
 	Cut time.Duration `json:"cut"`
-	// Down is when the replica had stopped (Serve returned).
+	// Down is when the replica had stopped (Serve returned), or the
+	// gateway process had exited.
 	Down time.Duration `json:"down"`
-	// Up is when the gateway saw the restarted replica up again.
+	// Up is when the gateway saw the restarted replica up again, or
+	// HAProxy the restarted gateway.
 	Up time.Duration `json:"up"`
+	// Served counts the calls (tools/call) the gateway process had
+	// answered when it got SIGTERM, InFlight the requests it was
+	// forwarding then, and Drained the calls it answered after (as of its
+	// last scrape before it exited: at least that many); RollGateways only.
+	Served   int `json:"served,omitempty"`
+	InFlight int `json:"in_flight,omitempty"`
+	Drained  int `json:"drained,omitempty"`
 }
 
-// rollingRestart stops and restarts every replica in turn, each on its own
+// endpoint is the gateway's MCP URL.
+func (f *fleet) endpoint() string { return f.url }
+
+// finish stops the fleet and reads the gateway's counters into r.
+func (f *fleet) finish(_ context.Context, r *Report) error {
+	f.close()
+	ss, err := gather(f.gw.Metrics().Registry())
+	if err != nil {
+		return err
+	}
+	r.addCounters(ss)
+	return nil
+}
+
+// roll stops and restarts every replica in turn, each on its own
 // address, waiting until the gateway sees it up before the next.
-func (f *fleet) rollingRestart(ctx context.Context, t0 time.Time) ([]RestartEvent, error) {
+func (f *fleet) roll(ctx context.Context, t0 time.Time) ([]RestartEvent, error) {
 	var events []RestartEvent
 	for _, r := range f.replicas {
 		ev := RestartEvent{Replica: r.name, Stop: time.Since(t0), Cut: -1}

@@ -4,6 +4,11 @@
 // the middle of the traffic. It reports what clients saw (calls completed,
 // failed, re-issued, 404s) beside what the replicas did (the shared ledger
 // of mutations), so that a double charge or a lost call shows as a number.
+//
+// With [RollGateways] the gateways are what is restarted: several
+// mcpfleet serve processes sharing a secret file and a real redis-server,
+// behind a real HAProxy that checks their /readyz, each stopped (SIGTERM)
+// and started again in turn while the clients go on through HAProxy.
 package chaos
 
 import (
@@ -30,12 +35,23 @@ const (
 	KillHard = "kill"
 )
 
+// What the rolling restart restarts, the values of [Options.Roll].
+const (
+	// RollReplicas restarts every replica in turn behind one in-process
+	// gateway.
+	RollReplicas = "replicas"
+	// RollGateways restarts every gateway process in turn behind HAProxy;
+	// the replicas run on.
+	RollGateways = "gateways"
+)
+
 // Bounds on a run, so that a typo cannot start an hour of traffic.
 const (
 	MaxDuration = 5 * time.Minute
 	MaxRate     = 500
 	MaxReplicas = 12
 	MaxSessions = 200
+	MaxGateways = 5
 )
 
 // Options configures a run. The zero value of each field means the default
@@ -44,6 +60,22 @@ type Options struct {
 	// Era is the clients' protocol era, [Era2025] or [Era2026]; "" means
 	// [Era2026].
 	Era string
+	// Roll is what the rolling restart restarts, [RollReplicas] or
+	// [RollGateways]; "" means [RollReplicas].
+	Roll string
+	// Gateways is how many mcpfleet serve processes run with
+	// [RollGateways]; 0 means 3. Unused with [RollReplicas], whose one
+	// gateway runs in this process.
+	Gateways int
+	// Binary is the mcpfleet executable whose serve command the gateway
+	// processes run; required with [RollGateways].
+	Binary string
+	// HAProxy is the haproxy executable in front of the gateway processes;
+	// required with [RollGateways].
+	HAProxy string
+	// RedisServer is the redis-server executable of the store the gateway
+	// processes share; required with [RollGateways].
+	RedisServer string
 	// Replicas is how many testserver replicas run; 0 means 3.
 	Replicas int
 	// Sessions is how many client sessions share the traffic; 0 means 12.
@@ -62,19 +94,22 @@ type Options struct {
 	// MutateShare is the fraction of calls that mutate; 0 means 0.4, a
 	// negative value means none.
 	MutateShare float64
-	// DrainDelay is how long a stopped replica's /health answers draining
-	// while it still serves, before it stops accepting; 0 means 1 s, a
-	// negative value means none. Unused with [KillHard].
+	// DrainDelay is how long a stopped replica's /health (with
+	// [RollGateways], a stopped gateway's /readyz) answers draining while
+	// it still serves, before it stops accepting; 0 means 1 s (3 s with
+	// [RollGateways]: longer than HAProxy takes to see it, two checks 500
+	// ms apart), a negative value means none. Unused with [KillHard].
 	DrainDelay time.Duration
-	// Grace is how long a stopped replica's calls in flight may run on
-	// after the drain delay before they are killed: the deploy's drain
-	// window. 0 means 5 s. Unused with [KillHard].
+	// Grace is how long a stopped replica's (or gateway's) calls in flight
+	// may run on after the drain delay before they are killed: the
+	// deploy's drain window. 0 means 5 s. Unused with [KillHard].
 	Grace time.Duration
 	// Kill is how replicas are stopped, [KillTerm] or [KillHard]; "" means
 	// [KillTerm].
 	Kill string
-	// Downtime is how long a stopped replica stays down before it restarts
-	// on the same address; 0 means 1 s, a negative value means none.
+	// Downtime is how long a stopped replica (or gateway) stays down
+	// before it restarts on the same address; 0 means 1 s, a negative
+	// value means none.
 	Downtime time.Duration
 	// RestartAt is when the rolling restart begins, from the first call;
 	// 0 means a quarter of Duration.
@@ -85,8 +120,8 @@ type Options struct {
 	// Attempts bounds the attempts of one logical call (the first and its
 	// re-issues); 0 means 4.
 	Attempts int
-	// HealthInterval is the gateway's active health check interval; 0
-	// means 200 ms.
+	// HealthInterval is the gateways' active health check interval of the
+	// replicas; 0 means 200 ms.
 	HealthInterval time.Duration
 	// Seed makes the traffic repeatable; 0 means 1.
 	Seed uint64
@@ -104,6 +139,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("validating chaos options: era %q (want %q or %q)", o.Era, Era2025, Era2026)
 	case o.Kill != "" && o.Kill != KillTerm && o.Kill != KillHard:
 		return fmt.Errorf("validating chaos options: kill %q (want %q or %q)", o.Kill, KillTerm, KillHard)
+	case o.Roll != "" && o.Roll != RollReplicas && o.Roll != RollGateways:
+		return fmt.Errorf("validating chaos options: roll %q (want %q or %q)", o.Roll, RollReplicas, RollGateways)
+	case o.Gateways < 0 || o.Gateways > MaxGateways:
+		return fmt.Errorf("validating chaos options: %d gateways (want 1 to %d)", o.Gateways, MaxGateways)
 	case o.Replicas < 0 || o.Replicas > MaxReplicas:
 		return fmt.Errorf("validating chaos options: %d replicas (want 1 to %d)", o.Replicas, MaxReplicas)
 	case o.Sessions < 0 || o.Sessions > MaxSessions:
@@ -126,6 +165,24 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("validating chaos options: %d attempts (want 1 to 10)", o.Attempts)
 	case o.HealthInterval < 0 || o.HealthInterval > 10*time.Second:
 		return fmt.Errorf("validating chaos options: health interval %v (want up to 10s)", o.HealthInterval)
+	case o.Roll == RollGateways:
+		return o.validateGateways()
+	}
+	return nil
+}
+
+// validateGateways checks what rolling the gateways needs beyond the rest.
+func (o *Options) validateGateways() error {
+	if o.Kill == KillHard {
+		return fmt.Errorf("validating chaos options: roll %q stops gateways with SIGTERM only (kill %q is for replicas)", RollGateways, KillHard)
+	}
+	if o.HealthInterval != 0 && o.HealthInterval < 100*time.Millisecond {
+		return fmt.Errorf("validating chaos options: health interval %v (a gateway process checks at least 100ms apart)", o.HealthInterval)
+	}
+	for _, b := range []struct{ name, path string }{{"mcpfleet binary", o.Binary}, {"haproxy", o.HAProxy}, {"redis-server", o.RedisServer}} {
+		if b.path == "" {
+			return fmt.Errorf("validating chaos options: roll %q needs the path of %s", RollGateways, b.name)
+		}
 	}
 	return nil
 }
@@ -151,6 +208,15 @@ func (o *Options) withDefaults() Options {
 	if v.Kill == "" {
 		v.Kill = KillTerm
 	}
+	if v.Roll == "" {
+		v.Roll = RollReplicas
+	}
+	if v.Gateways == 0 {
+		v.Gateways = 3
+	}
+	if v.Roll == RollReplicas {
+		v.Gateways = 1 // in this process
+	}
 	if v.Replicas == 0 {
 		v.Replicas = 3
 	}
@@ -172,7 +238,11 @@ func (o *Options) withDefaults() Options {
 	case v.MutateShare < 0:
 		v.MutateShare = 0
 	}
-	or(&v.DrainDelay, time.Second)
+	drain := time.Second
+	if v.Roll == RollGateways {
+		drain = 3 * time.Second
+	}
+	or(&v.DrainDelay, drain)
 	or(&v.Grace, 5*time.Second)
 	or(&v.Downtime, time.Second)
 	or(&v.RestartAt, v.Duration/4)

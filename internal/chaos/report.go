@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Report is what a run measured: what the clients saw, what the gateway
@@ -17,6 +16,8 @@ import (
 type Report struct {
 	// The run's settings.
 	Era             string        `json:"era"`
+	Roll            string        `json:"roll"`
+	Gateways        int           `json:"gateways"`
 	Kill            string        `json:"kill"`
 	IdempotencyKeys bool          `json:"idempotency_keys"`
 	DrainDelay      time.Duration `json:"drain_delay"`
@@ -77,10 +78,14 @@ type Report struct {
 	// whose key appears more than once in the ledger.
 	SingleAttemptDuplicates int `json:"single_attempt_duplicates"`
 
-	// The gateway's counters.
+	// The gateway's counters; with RollGateways, summed over every gateway
+	// process that ran.
 	GatewayNotFound int            `json:"gateway_session_not_found"`
 	GatewayRetries  map[string]int `json:"gateway_retries"`
 	GatewayIdem     map[string]int `json:"gateway_idempotency"`
+	// Balancer is what HAProxy counted in front of the gateway processes;
+	// nil with RollReplicas.
+	Balancer *BalancerFigures `json:"balancer,omitempty"`
 
 	Restarts []RestartEvent `json:"restarts"`
 	// Failures lists up to 20 failed logical calls with their attempts.
@@ -88,6 +93,29 @@ type Report struct {
 	// ErrorSamples counts the distinct errors of failed attempts (numbers
 	// stripped), for a first look at what went wrong.
 	ErrorSamples map[string]int `json:"error_samples,omitempty"`
+	// Logs holds the end of each process's output, by process (every
+	// start of each gateway, HAProxy, redis-server), with RollGateways:
+	// evidence for a run that went wrong.
+	Logs map[string]string `json:"-"`
+}
+
+// BalancerFigures are HAProxy's counters ("show stat") at the end of a run
+// with RollGateways.
+type BalancerFigures struct {
+	// Requests is how many requests HAProxy sent each gateway (its stot).
+	Requests map[string]int `json:"requests"`
+	// Answers5xx counts answers with a 5xx status HAProxy gave its
+	// clients (the frontend's hrsp_5xx): a gateway's own, or HAProxy's
+	// 502, 503 and 504 when no gateway answered.
+	Answers5xx int `json:"answers_5xx"`
+	// ConnErrors counts failed connections to a gateway (econ), and
+	// RespErrors responses that broke off (eresp).
+	ConnErrors int `json:"conn_errors"`
+	RespErrors int `json:"resp_errors"`
+	// Retries counts connections HAProxy tried again (wretr), and
+	// Redispatches those it moved to another gateway (wredis).
+	Retries      int `json:"retries"`
+	Redispatches int `json:"redispatches"`
 }
 
 // CallFailure is one failed logical call, for the evidence.
@@ -220,42 +248,6 @@ func (r *Report) audit(records []*callRecord, entries []testserver.LedgerEntry) 
 	}
 }
 
-// readMetrics fills the gateway's figures from its registry.
-func (r *Report) readMetrics(reg *prometheus.Registry) error {
-	families, err := reg.Gather()
-	if err != nil {
-		return fmt.Errorf("reading gateway metrics: %w", err)
-	}
-	r.GatewayRetries, r.GatewayIdem = map[string]int{}, map[string]int{}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			v := int(m.GetCounter().GetValue())
-			switch f.GetName() {
-			case "mcpfleet_session_not_found_total":
-				r.GatewayNotFound += v
-			case "mcpfleet_retries_total":
-				r.GatewayRetries[label(m.GetLabel(), "reason")] += v
-			case "mcpfleet_idempotency_total":
-				r.GatewayIdem[label(m.GetLabel(), "outcome")] += v
-			}
-		}
-	}
-	return nil
-}
-
-// label returns the value of the label called name.
-func label[L interface {
-	GetName() string
-	GetValue() string
-}](labels []L, name string) string {
-	for _, l := range labels {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
 // WriteTable prints the report as a table.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -263,8 +255,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.IdempotencyKeys {
 		keys = "on"
 	}
-	fmt.Fprintf(tw, "era %s, kill %s, drain delay %v, grace %v, idempotency keys %s, %d replicas, %d sessions, %.0f calls/s, seed %d, traffic %v\n\n",
-		r.Era, r.Kill, r.DrainDelay, r.Grace, keys, r.Replicas, r.Sessions, r.Rate, r.Seed, r.Traffic.Round(100*time.Millisecond))
+	rolled := "replicas"
+	if r.Roll == RollGateways {
+		rolled = fmt.Sprintf("%d gateway processes behind HAProxy", r.Gateways)
+	}
+	fmt.Fprintf(tw, "era %s, rolling %s, kill %s, drain delay %v, grace %v, idempotency keys %s, %d replicas, %d sessions, %.0f calls/s, seed %d, traffic %v\n\n",
+		r.Era, rolled, r.Kill, r.DrainDelay, r.Grace, keys, r.Replicas, r.Sessions, r.Rate, r.Seed, r.Traffic.Round(100*time.Millisecond))
 	row := func(name string, v any, note string) { fmt.Fprintf(tw, "%s\t%v\t%s\n", name, v, note) }
 	row("calls issued", r.Calls, "logical calls")
 	row("completed", r.Completed, "final answer a success")
@@ -284,6 +280,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("resent by the gateway", r.ResentByGateway, "more ledger entries than client attempts")
 	row("gateway retries", formatCounts(r.GatewayRetries), "mcpfleet_retries_total by reason")
 	row("gateway idempotency", formatCounts(r.GatewayIdem), "mcpfleet_idempotency_total by outcome")
+	if b := r.Balancer; b != nil {
+		row("HAProxy requests", formatCounts(b.Requests), "sent to each gateway (stot)")
+		row("HAProxy 5xx answers", b.Answers5xx, "to clients (frontend hrsp_5xx)")
+		row("HAProxy errors", fmt.Sprintf("conn=%d resp=%d", b.ConnErrors, b.RespErrors), "failed connections to gateways (econ), broken responses (eresp)")
+		row("HAProxy retries", fmt.Sprintf("%d (%d redispatched)", b.Retries, b.Redispatches), "connections tried again (wretr, wredis)")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -298,13 +300,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(w, "\nrolling restart (seconds from the first call):")
 	for _, ev := range r.Restarts {
-		cut := "none"
-		if ev.Cut >= 0 {
-			cut = fmt.Sprintf("%.2f", ev.Cut.Seconds())
-		}
-		fmt.Fprintf(w, "  %s  stop %.2f  cut %s  down %.2f  up %.2f\n", ev.Replica, ev.Stop.Seconds(), cut, ev.Down.Seconds(), ev.Up.Seconds())
+		fmt.Fprintln(w, "  "+ev.String())
 	}
 	return nil
+}
+
+// String prints the event on one line, seconds from the first call.
+func (ev RestartEvent) String() string {
+	cut := "none"
+	if ev.Cut >= 0 {
+		cut = fmt.Sprintf("%.2f", ev.Cut.Seconds())
+	}
+	if ev.Gateway == "" {
+		return fmt.Sprintf("%s  stop %.2f  cut %s  down %.2f  up %.2f", ev.Replica, ev.Stop.Seconds(), cut, ev.Down.Seconds(), ev.Up.Seconds())
+	}
+	return fmt.Sprintf("%s  stop %.2f  out of HAProxy %.2f  cut %s  exited %.2f  up %.2f  (%d calls answered before SIGTERM, %d in flight then, %d answered after)",
+		ev.Gateway, ev.Stop.Seconds(), ev.Out.Seconds(), cut, ev.Down.Seconds(), ev.Up.Seconds(), ev.Served, ev.InFlight, ev.Drained)
 }
 
 // formatCounts prints a map as "a=1 b=2", sorted, or "0".

@@ -9,16 +9,22 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfleet/mcpfleet/internal/proc"
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 )
 
-// runChaos runs opts and logs the table; the run is bounded by 40 s.
+// runChaos runs opts and logs the table; the run is bounded by 40 s (90 s
+// rolling the gateways, whose drain delays and restarts take longer).
 func runChaos(t *testing.T, opts *Options) *Report {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	bound, restarts := 40*time.Second, opts.Replicas
+	if opts.Roll == RollGateways {
+		bound, restarts = 90*time.Second, opts.Gateways
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	r, err := Run(ctx, opts)
 	if err != nil {
@@ -32,8 +38,8 @@ func runChaos(t *testing.T, opts *Options) *Report {
 	if r.Calls < 50 {
 		t.Errorf("only %d calls issued: too few to mean anything", r.Calls)
 	}
-	if len(r.Restarts) != opts.Replicas && opts.Replicas != 0 || len(r.Restarts) == 0 {
-		t.Errorf("%d replicas restarted, want every one", len(r.Restarts))
+	if len(r.Restarts) != restarts && restarts != 0 || len(r.Restarts) == 0 {
+		t.Errorf("%d of %d restarted, want every one", len(r.Restarts), restarts)
 	}
 	return r
 }
@@ -49,6 +55,11 @@ func evidence(t *testing.T, r *Report) {
 		ErrorSamples map[string]int
 	}{r.Failures, r.ErrorSamples}, "", "  ")
 	t.Logf("evidence:\n%s", b)
+	if t.Failed() {
+		for name, out := range r.Logs {
+			t.Logf("%s output (its end):\n%s", name, proc.LastLines(out, 40))
+		}
+	}
 }
 
 // TestLongDrainLosesNothing is the first "done when": with a drain
