@@ -7,22 +7,27 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/mcpfleet/mcpfleet/internal/chaos"
+	"github.com/mcpfleet/mcpfleet/internal/proc"
 )
 
 // runChaos runs a chaos run on loopback (internal/chaos, docs/CHAOS.md):
 // testserver replicas behind the gateway, SDK clients sending the fleet lab's
-// mix, and a rolling restart in the middle. The table (or JSON) goes to
+// mix, and a rolling restart in the middle, of the replicas or (--roll
+// gateways) of gateway processes behind HAProxy. The table (or JSON) goes to
 // stdout, progress to stderr.
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	d := chaos.Options{}
 	era := fs.String("era", "2026", "clients' protocol era: `2025` (2025-11-25 sessions) or 2026 (2026-07-28 stateless)")
-	fs.DurationVar(&d.Grace, "grace", 0, "replica's grace for calls in flight after its drain delay: the drain window (default 5s)")
-	fs.DurationVar(&d.DrainDelay, "drain-delay", 0, "replica's /health draining window before it stops accepting (default 1s)")
+	fs.StringVar(&d.Roll, "roll", chaos.RollReplicas, "what the rolling restart restarts: `replicas` (behind one gateway) or gateways (mcpfleet serve processes behind HAProxy, sharing a redis-server)")
+	fs.IntVar(&d.Gateways, "gateways", 0, "gateway processes with --roll gateways, 1 to 5 (default 3)")
+	fs.DurationVar(&d.Grace, "grace", 0, "replica's (or gateway's) grace for calls in flight after its drain delay: the drain window (default 5s)")
+	fs.DurationVar(&d.DrainDelay, "drain-delay", 0, "replica's /health (or gateway's /readyz) draining window before it stops accepting (default 1s; 3s with --roll gateways)")
 	fs.StringVar(&d.Kill, "kill", chaos.KillTerm, "how replicas stop: `term` (drain, grace) or kill (hard, at once)")
 	fs.BoolVar(&d.IdempotencyKeys, "idempotency-keys", false, "re-issue calls with the same _meta io.mcpfleet/idempotency-key")
 	fs.DurationVar(&d.Duration, "duration", 0, "traffic at least this long, up to 5m (default 12s)")
@@ -30,7 +35,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Uint64Var(&d.Seed, "seed", 1, "random seed of the traffic")
 	fs.IntVar(&d.Replicas, "replicas", 0, "testserver replicas, 1 to 12 (default 3)")
 	fs.IntVar(&d.Sessions, "sessions", 0, "client sessions (default 12)")
-	fs.DurationVar(&d.Downtime, "downtime", 0, "how long a stopped replica stays down before restarting (default 1s)")
+	fs.DurationVar(&d.Downtime, "downtime", 0, "how long a stopped replica or gateway stays down before restarting (default 1s)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	if err := parseFlags(fs, args); err != nil {
@@ -43,6 +48,14 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		d.Era = chaos.Era2026
 	default:
 		return usageError{fmt.Errorf("-era: want 2025 or 2026, got %q", *era)}
+	}
+	if d.Gateways != 0 && d.Roll != chaos.RollGateways {
+		return usageError{fmt.Errorf("-gateways: goes with --roll gateways (rolling the replicas runs one gateway in this process)")}
+	}
+	if d.Roll == chaos.RollGateways {
+		if err := findGatewayPrograms(&d); err != nil {
+			return usageError{err}
+		}
 	}
 	if err := d.Validate(); err != nil {
 		return usageError{err}
@@ -62,4 +75,27 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return enc.Encode(r)
 	}
 	return r.WriteTable(stdout)
+}
+
+// findGatewayPrograms fills in what rolling the gateways runs: this very
+// binary (its serve command), haproxy and redis-server, naming every one
+// that is missing and how to install it.
+func findGatewayPrograms(d *chaos.Options) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--roll gateways runs this binary's serve command: %w", err)
+	}
+	d.Binary = self
+	var missing []string
+	if d.HAProxy, err = proc.Lookup("haproxy", "haproxy"); err != nil {
+		missing = append(missing, "haproxy")
+	}
+	if d.RedisServer, err = proc.Lookup("redis-server", "redis-server"); err != nil {
+		missing = append(missing, "redis-server")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--roll gateways needs %s, not found on PATH or in /usr/sbin: install it (apt-get install %s)",
+			strings.Join(missing, " and "), strings.Join(missing, " "))
+	}
+	return nil
 }
