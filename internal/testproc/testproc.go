@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/proc"
 )
 
 // FindBinary returns the path of name, looked up in PATH and /usr/sbin. If
@@ -23,10 +25,8 @@ import (
 // require is "1" (CI sets it once it has installed pkg).
 func FindBinary(t testing.TB, name, pkg, require string) string {
 	t.Helper()
-	for _, p := range []string{name, filepath.Join("/usr/sbin", name)} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
+	if path, err := proc.Lookup(name, pkg); err == nil {
+		return path
 	}
 	msg := name + " not installed (Debian package " + pkg + ")"
 	if os.Getenv(require) == "1" {

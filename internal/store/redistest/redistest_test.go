@@ -1,6 +1,19 @@
 package redistest
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ping sends one PING to addr.
+func ping(addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	defer c.Close()
+	return c.Ping(context.Background()).Err()
+}
 
 func TestStartAnswersAndStops(t *testing.T) {
 	var addr string
