@@ -122,6 +122,13 @@ func (g *Gateway) Close() {
 
 // ServeHTTP serves the MCP endpoint, /healthz and /readyz.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// While draining, every HTTP/1.x answer ends its connection: the pools
+	// of balancers and clients empty before the listener closes, instead
+	// of holding idle connections that shutdown would cut under a request
+	// already on its way.
+	if r.ProtoMajor == 1 && g.draining.Load() {
+		w = &closingWriter{ResponseWriter: w}
+	}
 	switch r.URL.Path {
 	case g.opts.Path:
 	case "/healthz":

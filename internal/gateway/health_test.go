@@ -168,3 +168,26 @@ func TestReadyzWithoutReplicas(t *testing.T) {
 		t.Errorf("/readyz = %d with the only replica down", resp.StatusCode)
 	}
 }
+
+// TestDrainingClosesConnections: once draining, answers say
+// Connection: close, so that pooled connections leave before the listener
+// closes; before, they are kept alive.
+func TestDrainingClosesConnections(t *testing.T) {
+	f := startFleet(t, 1, nil)
+	get := func() *http.Response {
+		resp, err := http.Get(f.front.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := get(); resp.Close {
+		t.Fatal("a connection closed before draining")
+	}
+	f.gw.SetDraining()
+	if resp := get(); !resp.Close || resp.StatusCode != 200 {
+		t.Errorf("draining: Close %v, status %d; want Connection: close on a 200", resp.Close, resp.StatusCode)
+	}
+}
