@@ -27,7 +27,7 @@ func buildMcpfleet(t *testing.T) string {
 	return bin
 }
 
-// TestRollingGatewaysLoseNothing is the "ship it" issue's "done when":
+// TestRollingGatewaysLoseNothing: a rolling restart of the gateways themselves:
 // three gateway processes sharing a secret file and a real redis-server,
 // behind a real HAProxy checking their /readyz, restarted one by one under
 // load (SIGTERM, a drain delay longer than HAProxy's detection, restart).

@@ -62,7 +62,7 @@ func evidence(t *testing.T, r *Report) {
 	}
 }
 
-// TestLongDrainLosesNothing is the first "done when": with a drain
+// TestLongDrainLosesNothing: with a drain
 // window (grace) longer than the longest call, a rolling restart of every
 // replica fails no call and duplicates no mutation, in both eras.
 func TestLongDrainLosesNothing(t *testing.T) {
