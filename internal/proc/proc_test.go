@@ -1,4 +1,4 @@
-package proc
+package proc_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/proc"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"github.com/redis/go-redis/v9"
@@ -19,7 +20,7 @@ func TestStopKillsWhatIgnoresSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh on PATH")
 	}
-	p, err := Start("stubborn", sh, "-c", `trap "" TERM; echo ready; while :; do sleep 0.05; done`)
+	p, err := proc.Start("stubborn", sh, "-c", `trap "" TERM; echo ready; while :; do sleep 0.05; done`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,23 +42,10 @@ func TestStopKillsWhatIgnoresSIGTERM(t *testing.T) {
 	p.Stop(time.Second) // again, on a process that has exited
 }
 
-// TestTailKeepsTheEnd: the output kept is its last tailBytes.
-func TestTailKeepsTheEnd(t *testing.T) {
-	var tl tail
-	tl.Write([]byte(strings.Repeat("a", tailBytes)))
-	tl.Write([]byte("\nthe end\n"))
-	if got := tl.String(); len(got) != tailBytes || !strings.HasSuffix(got, "a\nthe end\n") {
-		t.Errorf("kept %d bytes ending %q, want %d ending with the last write", len(got), got[max(0, len(got)-10):], tailBytes)
-	}
-	if got := LastLines("one\ntwo\nthree\n", 2); got != "two\nthree" {
-		t.Errorf("LastLines = %q", got)
-	}
-}
-
 // TestLookupNamesThePackage: a missing program's error says how to
 // install it.
 func TestLookupNamesThePackage(t *testing.T) {
-	_, err := Lookup("mcpfleet-no-such-program", "mcpfleet-no-such-package")
+	_, err := proc.Lookup("mcpfleet-no-such-program", "mcpfleet-no-such-package")
 	if err == nil || !strings.Contains(err.Error(), "apt-get install mcpfleet-no-such-package") {
 		t.Errorf("Lookup = %v, want an error naming the package", err)
 	}
@@ -67,7 +55,7 @@ func TestLookupNamesThePackage(t *testing.T) {
 // it is stopped.
 func TestStartRedisAnswersAndStops(t *testing.T) {
 	bin := testproc.FindBinary(t, "redis-server", "redis-server", redistest.RequireEnv)
-	r, err := StartRedis(context.Background(), bin, t.TempDir())
+	r, err := proc.StartRedis(context.Background(), bin, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
