@@ -16,10 +16,13 @@ import (
 
 // mcpServer serves the MCP listener: internal/h1's Server (server: h1) or
 // net/http's (server: std). Both stop the same way: Shutdown waits for
-// requests and streams in flight without cancelling them, Close cuts them.
+// requests and streams in flight without cancelling them, Close cuts them;
+// what RegisterOnShutdown names runs once Shutdown has closed the
+// listeners.
 type mcpServer interface {
 	Shutdown(ctx context.Context) error
 	Close() error
+	RegisterOnShutdown(f func())
 }
 
 var (

@@ -103,7 +103,7 @@ func TestSessionsSurviveWithProcesses(t *testing.T) {
 	stopA := startProcess(t, serve...)
 	testproc.WaitReady(t, "http://"+gw+"/readyz")
 
-	c := mcp.NewClient(&mcp.Implementation{Name: "seed-002", Version: "1"}, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcpfleet-test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + gw + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})

@@ -190,6 +190,11 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		return fail(err, ln, aln)
 	}
 	srv, serve := newMCPServer(cfg, gw, log, certs)
+	// Legacy GET streams end once the listener is closed, not before: a
+	// client reconnects at once, and must find the port closed (and retry
+	// elsewhere, or later) rather than a gateway that would end its new
+	// stream as soon as it opened.
+	srv.RegisterOnShutdown(gw.EndStandaloneStreams)
 	rg.srv = srv
 	go func() { rg.served <- serve(ln) }()
 	if aln != nil {
@@ -257,7 +262,6 @@ func (rg *runningGateway) drainAndShutdown(delay, grace time.Duration) error {
 // and requests and streams in flight get grace to finish before they are cut.
 func (rg *runningGateway) shutdown(grace time.Duration) error {
 	rg.gw.SetDraining()
-	rg.gw.EndStandaloneStreams()
 	rg.log.Info("shutting down", "grace", grace.String())
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()

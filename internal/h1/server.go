@@ -44,6 +44,7 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*serverConn]struct{}
 	shutdown  atomic.Bool
+	onStop    []func()
 }
 
 // watchAfter is how long a request runs before its connection is watched
@@ -129,6 +130,11 @@ func temporary(err error) bool {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	s.stopListening()
+	s.mu.Lock()
+	for _, f := range s.onStop {
+		go f()
+	}
+	s.mu.Unlock()
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -142,6 +148,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// RegisterOnShutdown registers f to be called, in its own goroutine, when
+// Shutdown has closed the listeners, as net/http's Server does: work that
+// ends streams belongs there, once no new request can come in to take
+// their place.
+func (s *Server) RegisterOnShutdown(f func()) {
+	s.init()
+	s.mu.Lock()
+	s.onStop = append(s.onStop, f)
+	s.mu.Unlock()
 }
 
 // Close stops accepting, closes every connection and cancels every

@@ -1296,3 +1296,25 @@ func TestServerFixedWritePastContentLength(t *testing.T) {
 		t.Errorf("body %q, want the 2 bytes within the length first", b)
 	}
 }
+
+// TestServerOnShutdownAfterListeners: what RegisterOnShutdown names runs
+// once Shutdown has closed the listeners, as with net/http: a stream it
+// ends cannot be replaced by a new connection to this server.
+func TestServerOnShutdownAfterListeners(t *testing.T) {
+	t.Parallel()
+	st := srvServe(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	dialed := make(chan error, 1)
+	st.s.RegisterOnShutdown(func() {
+		nc, err := net.DialTimeout("tcp", st.addr, time.Second)
+		if err == nil {
+			nc.Close()
+		}
+		dialed <- err
+	})
+	if err := st.s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := srvRecv(t, dialed, "the shutdown hook"); err == nil {
+		t.Error("the hook could still connect: it ran before the listener closed")
+	}
+}
