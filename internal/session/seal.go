@@ -92,6 +92,12 @@ type Claims struct {
 // (crypto/rand.Reader in production). The replica name must be 1 to 255
 // bytes.
 func (k *Keyring) Seal(c Claims, rnd io.Reader) (string, error) {
+	return k.seal(sealVersion, c, rnd)
+}
+
+// seal seals c as a token of the given version, which is authenticated
+// with the rest: a token of one kind never opens as another.
+func (k *Keyring) seal(version byte, c Claims, rnd io.Reader) (string, error) {
 	if len(c.Replica) == 0 || len(c.Replica) > 255 {
 		return "", fmt.Errorf("sealing session id: replica name of %d bytes", len(c.Replica))
 	}
@@ -105,7 +111,7 @@ func (k *Keyring) Seal(c Claims, rnd io.Reader) (string, error) {
 	plain = append(plain, c.Replica...)
 	plain = append(plain, c.SessionID...)
 	raw := make([]byte, headerLen+nonceLen, headerLen+nonceLen+len(plain)+aead.Overhead())
-	raw[0], raw[1] = sealVersion, k.current
+	raw[0], raw[1] = version, k.current
 	if _, err := io.ReadFull(rnd, raw[headerLen:]); err != nil {
 		return "", fmt.Errorf("sealing session id: reading nonce: %w", err)
 	}
@@ -117,6 +123,11 @@ func (k *Keyring) Seal(c Claims, rnd io.Reader) (string, error) {
 // not seal: malformed input, a key id not in the ring (or retired), and any
 // change to a single bit.
 func (k *Keyring) Open(token string) (Claims, error) {
+	return k.open(sealVersion, token)
+}
+
+// open opens a token of the given version; any other version is malformed.
+func (k *Keyring) open(version byte, token string) (Claims, error) {
 	var buf [MaxTokenLen]byte
 	if len(token) > MaxTokenLen || base64.RawURLEncoding.DecodedLen(len(token)) > len(buf) || !base64URL(token) {
 		return Claims{}, ErrMalformed
@@ -124,7 +135,7 @@ func (k *Keyring) Open(token string) (Claims, error) {
 	// One spelling only: Strict refuses the non-zero unused bits that would
 	// let a second spelling of a real ID open (and, say, DELETE its session).
 	n, err := base64.RawURLEncoding.Strict().Decode(buf[:], []byte(token))
-	if err != nil || n < headerLen+nonceLen+16+9 || buf[0] != sealVersion {
+	if err != nil || n < headerLen+nonceLen+16+9 || buf[0] != version {
 		return Claims{}, ErrMalformed
 	}
 	raw := buf[:n]

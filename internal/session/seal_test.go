@@ -116,27 +116,37 @@ func TestNewKeyringRefuses(t *testing.T) {
 	}
 }
 
-// FuzzOpen feeds the opener untrusted session IDs: it never panics, refuses
-// with one of its three reasons, and opens only what was sealed.
+// FuzzOpen feeds the openers untrusted session IDs and endpoints: they
+// never panic, refuse with one of their three reasons, and open only what
+// was sealed, each only its own kind.
 func FuzzOpen(f *testing.F) {
 	k := mustRing(f, testKey(1, 1))
 	good, _ := k.Seal(Claims{Replica: "a", SessionID: "s", Issued: time.Unix(5, 0)}, rand.Reader)
+	ep, _ := k.SealEndpoint(Endpoint{Replica: "a", Target: "/m?s", Issued: time.Unix(5, 0)}, rand.Reader)
 	f.Add(good)
+	f.Add(ep)
 	f.Add("")
 	f.Add("AQE")
 	f.Add(strings.Repeat("_", 200))
 	f.Fuzz(func(t *testing.T, token string) {
 		c, err := k.Open(token)
-		if err != nil {
-			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownKey) && !errors.Is(err, ErrTampered) {
-				t.Fatalf("Open error %v is not one of the three reasons", err)
-			}
-			return
-		}
-		if token != good && !(c.Replica == "a" && c.SessionID == "s") {
-			t.Fatalf("Open accepted a forged id %q -> %+v", token, c)
-		}
+		checkOpened(t, err, token == good || c == Claims{Replica: "a", SessionID: "s", Issued: time.Unix(5, 0)})
+		e, err := k.OpenEndpoint(token)
+		checkOpened(t, err, token == ep || e == Endpoint{Replica: "a", Target: "/m?s", Issued: time.Unix(5, 0)})
 	})
+}
+
+// checkOpened fails unless err is one of Open's three reasons, or nil for
+// what was sealed.
+func checkOpened(t *testing.T, err error, sealed bool) {
+	t.Helper()
+	switch {
+	case errors.Is(err, ErrMalformed) || errors.Is(err, ErrUnknownKey) || errors.Is(err, ErrTampered):
+	case err != nil:
+		t.Fatalf("error %v is not one of the three reasons", err)
+	case !sealed:
+		t.Fatal("opened a forged token")
+	}
 }
 
 // FuzzSealOpen: whatever the claims, sealing then opening gives them back.
