@@ -37,6 +37,9 @@ type DiscoverOptions struct {
 	Scheme string
 	// Path is the replicas' MCP endpoint path; "" means "/mcp".
 	Path string
+	// SSEPath is the path of the replicas' 2024-11-05 SSE endpoint; ""
+	// means "/sse".
+	SSEPath string
 	// Interval is the time between lookups; 0 means 10s.
 	Interval time.Duration
 	// Lookup resolves a host to all its addresses; nil means
@@ -60,6 +63,8 @@ func (o *DiscoverOptions) Validate() error {
 		return fmt.Errorf("dns discovery path %q: must start with /", o.Path)
 	case strings.ContainsAny(o.Path, "?#"):
 		return fmt.Errorf("dns discovery path %q: no query or fragment allowed", o.Path)
+	case o.SSEPath != "" && (!strings.HasPrefix(o.SSEPath, "/") || strings.ContainsAny(o.SSEPath, "?#")):
+		return fmt.Errorf("dns discovery sse path %q: must start with / and have no query or fragment", o.SSEPath)
 	case o.Interval < 0:
 		return fmt.Errorf("dns discovery interval %v: must not be negative", o.Interval)
 	}
@@ -87,6 +92,7 @@ func NewDiscoverer(opts *DiscoverOptions) (*Discoverer, error) {
 	}
 	o.Scheme = cmp.Or(o.Scheme, DefaultDiscoverScheme)
 	o.Path = cmp.Or(o.Path, DefaultDiscoverPath)
+	o.SSEPath = cmp.Or(o.SSEPath, DefaultSSEPath)
 	o.Interval = cmp.Or(o.Interval, DefaultDiscoverInterval)
 	d := &Discoverer{o: o, lookup: o.Lookup, log: o.Logger}
 	if d.lookup == nil {
@@ -124,7 +130,8 @@ func (d *Discoverer) Resolve(ctx context.Context) ([]Spec, error) {
 	for i, a := range norm {
 		host := netip.AddrPortFrom(a, uint16(d.o.Port)).String()
 		u := url.URL{Scheme: d.o.Scheme, Host: host, Path: d.o.Path}
-		specs[i] = Spec{Name: host, URL: u.String()}
+		sse := url.URL{Scheme: d.o.Scheme, Host: host, Path: d.o.SSEPath}
+		specs[i] = Spec{Name: host, URL: u.String(), SSEURL: sse.String()}
 	}
 	return specs, nil
 }

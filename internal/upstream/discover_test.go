@@ -55,11 +55,11 @@ func TestResolveBuildsSortedSpecs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Spec{
-		{Name: "10.0.0.1:8080", URL: "http://10.0.0.1:8080/mcp"},
-		{Name: "10.0.0.2:8080", URL: "http://10.0.0.2:8080/mcp"},
-		{Name: "10.0.0.10:8080", URL: "http://10.0.0.10:8080/mcp"},
-		{Name: "[fd00::1]:8080", URL: "http://[fd00::1]:8080/mcp"},
-		{Name: "[fe80::1]:8080", URL: "http://[fe80::1]:8080/mcp"},
+		{Name: "10.0.0.1:8080", URL: "http://10.0.0.1:8080/mcp", SSEURL: "http://10.0.0.1:8080/sse"},
+		{Name: "10.0.0.2:8080", URL: "http://10.0.0.2:8080/mcp", SSEURL: "http://10.0.0.2:8080/sse"},
+		{Name: "10.0.0.10:8080", URL: "http://10.0.0.10:8080/mcp", SSEURL: "http://10.0.0.10:8080/sse"},
+		{Name: "[fd00::1]:8080", URL: "http://[fd00::1]:8080/mcp", SSEURL: "http://[fd00::1]:8080/sse"},
+		{Name: "[fe80::1]:8080", URL: "http://[fe80::1]:8080/mcp", SSEURL: "http://[fe80::1]:8080/sse"},
 	}
 	if diff := cmp.Diff(want, specs); diff != "" {
 		t.Errorf("specs (-want +got):\n%s", diff)
@@ -68,9 +68,9 @@ func TestResolveBuildsSortedSpecs(t *testing.T) {
 		t.Errorf("looked up (-want +got):\n%s", diff)
 	}
 
-	d = newDiscoverer(t, dns, DiscoverOptions{Port: 443, Scheme: "https", Path: "/v1/mcp"})
+	d = newDiscoverer(t, dns, DiscoverOptions{Port: 443, Scheme: "https", Path: "/v1/mcp", SSEPath: "/v1/sse"})
 	specs, err = d.Resolve(t.Context())
-	if err != nil || specs[0].URL != "https://10.0.0.1:443/v1/mcp" {
+	if err != nil || specs[0].URL != "https://10.0.0.1:443/v1/mcp" || specs[0].SSEURL != "https://10.0.0.1:443/v1/sse" {
 		t.Errorf("Resolve with scheme and path = %v, %v", specs, err)
 	}
 }

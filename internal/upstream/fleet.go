@@ -19,6 +19,9 @@ type Spec struct {
 	Name string
 	// URL is the replica's MCP endpoint, e.g. http://10.0.0.5:8080/mcp.
 	URL string
+	// SSEURL is the replica's SSE endpoint of the 2024-11-05 HTTP+SSE
+	// transport; "" means URL's scheme and host with the path /sse.
+	SSEURL string
 }
 
 // Replica is one MCP server of the fleet. Its counters are atomics: every
@@ -27,6 +30,7 @@ type Spec struct {
 type Replica struct {
 	name     string
 	url      *url.URL
+	sseURL   *url.URL // the 2024-11-05 SSE endpoint
 	inFlight atomic.Int64
 
 	// state mirrors status.State for lock-free reads; written under mu.
@@ -51,6 +55,10 @@ func (r *Replica) Name() string { return r.name }
 
 // URL returns the replica's endpoint. The caller must not modify it.
 func (r *Replica) URL() *url.URL { return r.url }
+
+// SSEURL returns the replica's 2024-11-05 SSE endpoint. The caller must
+// not modify it.
+func (r *Replica) SSEURL() *url.URL { return r.sseURL }
 
 // InFlight returns the number of requests being forwarded to the replica.
 func (r *Replica) InFlight() int64 { return r.inFlight.Load() }
@@ -130,6 +138,10 @@ func (f *Fleet) build(specs []Spec, old *Snapshot) (*Snapshot, Change, error) {
 		if err != nil {
 			return nil, Change{}, fmt.Errorf("building fleet: upstream %d: %w", i, err)
 		}
+		sse, err := sseURLOf(sp, u)
+		if err != nil {
+			return nil, Change{}, fmt.Errorf("building fleet: upstream %d: sse url: %w", i, err)
+		}
 		name := sp.Name
 		if name == "" {
 			name = u.Host
@@ -138,8 +150,8 @@ func (f *Fleet) build(specs []Spec, old *Snapshot) (*Snapshot, Change, error) {
 			return nil, Change{}, fmt.Errorf("building fleet: upstream %d: duplicate name %q", i, name)
 		}
 		r := old.lookup(name)
-		if r == nil || r.url.String() != u.String() {
-			r = &Replica{name: name, url: u, policy: &f.policy}
+		if r == nil || r.url.String() != u.String() || r.sseURL.String() != sse.String() {
+			r = &Replica{name: name, url: u, sseURL: sse, policy: &f.policy}
 			ch.Added = append(ch.Added, name)
 		}
 		s.byName[name] = len(s.replicas)
@@ -151,6 +163,18 @@ func (f *Fleet) build(specs []Spec, old *Snapshot) (*Snapshot, Change, error) {
 		}
 	}
 	return s, ch, nil
+}
+
+// DefaultSSEPath is the path of a replica's 2024-11-05 SSE endpoint when
+// its Spec names none.
+const DefaultSSEPath = "/sse"
+
+// sseURLOf returns the SSE endpoint of sp, whose MCP endpoint is u.
+func sseURLOf(sp Spec, u *url.URL) (*url.URL, error) {
+	if sp.SSEURL != "" {
+		return ParseURL(sp.SSEURL)
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: DefaultSSEPath}, nil
 }
 
 // ParseURL checks that raw is an absolute http(s) URL with a host and no
