@@ -23,6 +23,10 @@ type request struct {
 	key             uint64 // the caller's routing key, once keyed (routingKey)
 	keyed           bool
 	verified        *identity.Verified // the caller, when the gateway verified its token
+
+	// target is the request target at the replica; "" means its endpoint
+	// (a 2024-11-05 message: the endpoint its sealed token names).
+	target string
 }
 
 // id returns the request's raw JSON-RPC id for error answers.
@@ -59,14 +63,9 @@ func (g *Gateway) classify(w http.ResponseWriter, r *http.Request) (*request, *m
 	}
 	q.body = body
 	q.era = mcpmsg.EraLegacy
-	msg, perr := mcpmsg.Parse(body)
+	msg, perr := parseMessage(body)
 	if perr != nil {
-		// Answered here, as a server would (JSON-RPC 2.0 section 5.1):
-		// there is nothing to route on.
-		if errors.Is(perr, mcpmsg.ErrParse) {
-			return q, errParse
-		}
-		return q, errInvalidRequest
+		return q, perr
 	}
 	q.msg = msg
 	q.label = mcpmsg.MethodLabel(msg.Method)
@@ -79,6 +78,20 @@ func (g *Gateway) classify(w http.ResponseWriter, r *http.Request) (*request, *m
 		}
 	}
 	return q, nil
+}
+
+// parseMessage classifies a body. One that is not JSON-RPC is answered
+// here, as a server would (JSON-RPC 2.0 section 5.1): there is nothing to
+// route on.
+func parseMessage(body []byte) (mcpmsg.Message, *mcpmsg.Error) {
+	msg, err := mcpmsg.Parse(body)
+	switch {
+	case err == nil:
+		return msg, nil
+	case errors.Is(err, mcpmsg.ErrParse):
+		return msg, errParse
+	}
+	return msg, errInvalidRequest
 }
 
 // readBody reads the whole body within the size bound and the read timeout.

@@ -32,7 +32,7 @@ func writeError(w http.ResponseWriter, e *mcpmsg.Error, id []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	if e.Status == http.StatusMethodNotAllowed {
+	if e.Status == http.StatusMethodNotAllowed && h.Get("Allow") == "" {
 		h.Set("Allow", "GET, POST, DELETE")
 	}
 	w.WriteHeader(e.Status)

@@ -3,10 +3,12 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,10 @@ type forwarder interface {
 	// the client's Mcp-Session-Id with the replica's own. target is the
 	// request target at the replica; "" means its MCP endpoint.
 	forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (resp *http.Response, delivered bool, err error)
+	// forwardAt is forward to another endpoint of a replica (its
+	// 2024-11-05 SSE endpoint): to base's origin, and base's own request
+	// target when target is "".
+	forwardAt(ctx context.Context, base *url.URL, in *http.Request, body []byte, sessionID, target string) (resp *http.Response, delivered bool, err error)
 }
 
 // httpForwarder forwards over net/http's Transport with a per-replica pool of
@@ -52,16 +58,24 @@ func newHTTPForwarder(dialTimeout time.Duration) *httpForwarder {
 // request counts as delivered, even if it may still sit in a buffer: when in
 // doubt, never send twice.
 func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
+	return f.forwardAt(ctx, rep.URL(), in, body, sessionID, target)
+}
+
+func (f *httpForwarder) forwardAt(ctx context.Context, base *url.URL, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
 	var wrote bool
 	trace := &httptrace.ClientTrace{
 		WroteHeaderField: func(string, []string) { wrote = true },
 	}
 	// The replica's parsed URL is shared, not re-parsed per request: the
 	// Transport only reads it.
-	u := rep.URL()
+	u := base
 	if target != "" {
+		ref, err := url.ParseRequestURI(target)
+		if err != nil {
+			return nil, false, fmt.Errorf("forwarding: request target: %w", err)
+		}
 		t := *u
-		t.Path, t.RawPath, t.RawQuery = in.URL.Path, in.URL.RawPath, in.URL.RawQuery
+		t.Path, t.RawPath, t.RawQuery = ref.Path, ref.RawPath, ref.RawQuery
 		u = &t
 	}
 	out := (&http.Request{
@@ -195,9 +209,12 @@ func newLeanForwarder(dialTimeout time.Duration) *leanForwarder {
 var fieldBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}
 
 func (f *leanForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
-	u := rep.URL()
+	return f.forwardAt(ctx, rep.URL(), in, body, sessionID, target)
+}
+
+func (f *leanForwarder) forwardAt(ctx context.Context, u *url.URL, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
 	if u.Scheme != "http" {
-		return f.tls.forward(ctx, rep, in, body, sessionID, target)
+		return f.tls.forwardAt(ctx, u, in, body, sessionID, target)
 	}
 	if target == "" {
 		target = u.RequestURI()

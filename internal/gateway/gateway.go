@@ -138,6 +138,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveReadyz(w, r)
 		return
 	default:
+		if g.serveSSE(w, r) {
+			return
+		}
 		if ok, readOnly := g.passesThrough(r.URL.Path); ok {
 			g.servePassthrough(w, r, readOnly)
 			return

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -104,6 +105,13 @@ type Options struct {
 	// CacheRules are the operator's caching choices. A zero MaxTTL means
 	// one hour, a zero ToolTTL 60 s.
 	CacheRules cache.Rules
+	// SSEPath is where the deprecated 2024-11-05 HTTP+SSE transport opens
+	// its streams (GET); "" means "/sse". SSEMessagesPath is where its
+	// messages are POSTed; "" means "/messages". NoSSE turns the transport
+	// off: both paths are then 404.
+	SSEPath         string
+	SSEMessagesPath string
+	NoSSE           bool
 }
 
 func (o *Options) withDefaults() Options {
@@ -118,6 +126,13 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.Path == "" {
 		v.Path = "/mcp"
+	}
+	switch {
+	case v.NoSSE:
+		v.SSEPath, v.SSEMessagesPath = "", ""
+	default:
+		v.SSEPath = cmp.Or(v.SSEPath, "/sse")
+		v.SSEMessagesPath = cmp.Or(v.SSEMessagesPath, "/messages")
 	}
 	def(&v.KeepAlive, 15*time.Second)
 	def(&v.BodyReadTimeout, 30*time.Second)

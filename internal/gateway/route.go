@@ -136,7 +136,7 @@ var errDrainingAnswer = errors.New("replica is draining")
 // again unless it returns an answer.
 func (g *Gateway) attempt(ctx context.Context, r *http.Request, q *request, rep *upstream.Replica) (*http.Response, balance.Outcome, error) {
 	rep.Acquire()
-	resp, delivered, err := g.fwd.forward(ctx, rep, r, q.body, q.upstreamSession, "")
+	resp, delivered, err := g.fwd.forwardAt(ctx, q.endpoint(rep), r, q.body, q.upstreamSession, q.target)
 	if err != nil {
 		rep.Release()
 		if !delivered {

@@ -10,6 +10,11 @@ const (
 	EraLegacy Era = iota + 1
 	// EraStateless is 2026-07-28 and newer: no sessions, any replica.
 	EraStateless
+	// EraSSE is the deprecated 2024-11-05 HTTP+SSE transport: a GET
+	// stream per session, and POSTs to the endpoint its first event names,
+	// pinned to the stream's replica. The gateway serves it on paths of its
+	// own; EraOf never returns it.
+	EraSSE
 )
 
 // String names the era as metrics and logs show it.
@@ -19,6 +24,8 @@ func (e Era) String() string {
 		return "2025-11-25"
 	case EraStateless:
 		return "2026-07-28"
+	case EraSSE:
+		return "2024-11-05"
 	}
 	return "unknown"
 }
