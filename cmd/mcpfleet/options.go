@@ -81,6 +81,9 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		AllowAnyHost:         c.AllowAnyHost,
 		PassthroughPaths:     c.PassthroughPaths,
 		AuthResourceMetadata: c.Auth.ResourceMetadata,
+		SSEPath:              c.SSEPath,
+		SSEMessagesPath:      c.SSEMessagesPath,
+		NoSSE:                c.SSEPath == "", // off
 	}
 }
 
@@ -88,7 +91,7 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 func upstreamSpecs(c *config.Config) []upstream.Spec {
 	specs := make([]upstream.Spec, len(c.Upstreams))
 	for i, u := range c.Upstreams {
-		specs[i] = upstream.Spec{Name: u.Name, URL: u.URL}
+		specs[i] = upstream.Spec{Name: u.Name, URL: u.URL, SSEURL: u.SSEURL}
 	}
 	return specs
 }
@@ -122,7 +125,7 @@ func discoverOptions(c *config.Config, log *slog.Logger) *upstream.DiscoverOptio
 		return nil
 	}
 	return &upstream.DiscoverOptions{
-		Name: d.DNSName, Port: d.Port, Scheme: d.Scheme, Path: d.Path,
+		Name: d.DNSName, Port: d.Port, Scheme: d.Scheme, Path: d.Path, SSEPath: d.SSEPath,
 		Interval: time.Duration(d.Interval), Logger: log,
 	}
 }

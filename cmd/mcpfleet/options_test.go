@@ -79,3 +79,29 @@ cache:
 		t.Errorf("defaults without a secret file: %+v, %v", o, err)
 	}
 }
+
+// TestSSEOptionsFromConfig: the 2024-11-05 transport's keys reach the
+// gateway, the fleet and discovery; sse_path "" turns it off.
+func TestSSEOptionsFromConfig(t *testing.T) {
+	c, err := config.Parse([]byte("upstreams:\n  - url: http://127.0.0.1:9001/mcp\n    sse_url: http://127.0.0.1:9002/events\nsse_path: /v1/sse\nsse_messages_path: /v1/messages\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := baseGatewayOptions(&c); o.SSEPath != "/v1/sse" || o.SSEMessagesPath != "/v1/messages" || o.NoSSE {
+		t.Errorf("gateway options: %q, %q, off %v", o.SSEPath, o.SSEMessagesPath, o.NoSSE)
+	}
+	if s := upstreamSpecs(&c); s[0].SSEURL != "http://127.0.0.1:9002/events" {
+		t.Errorf("specs = %+v", s)
+	}
+	c.SSEPath = ""
+	if o := baseGatewayOptions(&c); !o.NoSSE {
+		t.Error("sse_path \"\" left the transport on")
+	}
+	d, err := config.Parse([]byte("discovery: {dns_name: mcp.svc, port: 3001, sse_path: /v1/sse}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := discoverOptions(&d, nil); o == nil || o.SSEPath != "/v1/sse" {
+		t.Errorf("discovery options: %+v", o)
+	}
+}

@@ -29,6 +29,11 @@ type Config struct {
 	Admin string `yaml:"admin"`
 	// Path is the MCP endpoint's path.
 	Path string `yaml:"path"`
+	// SSEPath is where the deprecated 2024-11-05 HTTP+SSE transport opens
+	// its streams; "" turns that transport off.
+	SSEPath string `yaml:"sse_path"`
+	// SSEMessagesPath is where that transport's messages are POSTed.
+	SSEMessagesPath string `yaml:"sse_messages_path"`
 	// Upstreams are the replicas.
 	Upstreams []Upstream `yaml:"upstreams"`
 	// Discovery finds the replicas in DNS instead; it replaces Upstreams.
@@ -123,6 +128,7 @@ type Discovery struct {
 	Port     int      `yaml:"port"`     // the replicas' port; required with dns_name
 	Scheme   string   `yaml:"scheme"`   // http or https
 	Path     string   `yaml:"path"`     // the replicas' MCP path
+	SSEPath  string   `yaml:"sse_path"` // the replicas' 2024-11-05 SSE path
 	Interval Duration `yaml:"interval"` // how often to re-resolve
 }
 
@@ -207,6 +213,9 @@ type Upstream struct {
 	Name string `yaml:"name"`
 	// URL is the replica's MCP endpoint.
 	URL string `yaml:"url"`
+	// SSEURL is the replica's 2024-11-05 SSE endpoint; "" means URL's
+	// scheme and host with the path /sse.
+	SSEURL string `yaml:"sse_url"`
 }
 
 // Default returns the configuration with every default filled in and no
@@ -215,6 +224,8 @@ func Default() Config {
 	return Config{
 		Listen:            "127.0.0.1:8080",
 		Path:              "/mcp",
+		SSEPath:           upstream.DefaultSSEPath,
+		SSEMessagesPath:   "/messages",
 		Balance:           "hash",
 		HashEpsilon:       balance.DefaultEpsilon,
 		HashMinLoad:       balance.DefaultMinLoad,
@@ -232,7 +243,7 @@ func Default() Config {
 		ReadyzChecksStore: true,
 		LogLevel:          "info",
 		Server:            "h1",
-		Discovery:         Discovery{Scheme: "http", Path: "/mcp", Interval: Duration(10 * time.Second)},
+		Discovery:         Discovery{Scheme: "http", Path: "/mcp", SSEPath: upstream.DefaultSSEPath, Interval: Duration(10 * time.Second)},
 		HealthCheck: HealthCheck{Interval: Duration(upstream.DefaultCheckInterval), Timeout: Duration(upstream.DefaultCheckTimeout),
 			Fall: upstream.DefaultFall, Rise: upstream.DefaultRise, Path: upstream.DefaultCheckPath, Mode: upstream.CheckHTTP},
 		Idempotency: "memory",
@@ -299,6 +310,11 @@ func (c *Config) Validate() error {
 			bad(key+".url", "%v", err)
 			continue
 		}
+		if u.SSEURL != "" {
+			if _, err := upstream.ParseURL(u.SSEURL); err != nil {
+				bad(key+".sse_url", "%v", err)
+			}
+		}
 		name := u.Name
 		if name == "" {
 			name = parsed.Host
@@ -360,6 +376,7 @@ func (c *Config) Validate() error {
 			bad("passthrough_paths", "%q: want a path other than /, the MCP path, /healthz and /readyz, without query or fragment", p)
 		}
 	}
+	c.validateSSE(bad)
 	c.validateServer(bad)
 	if c.Limits.Store == "redis" && c.SecretFile == "" {
 		// Callers are named by an HMAC under the routing salt: gateways
@@ -489,8 +506,34 @@ func (c *Config) validateDiscovery(bad func(string, string, ...any)) {
 	if !strings.HasPrefix(d.Path, "/") {
 		bad("discovery.path", "must start with /, got %q", d.Path)
 	}
+	if !strings.HasPrefix(d.SSEPath, "/") || strings.ContainsAny(d.SSEPath, "?#") {
+		bad("discovery.sse_path", "must start with / and have no query or fragment, got %q", d.SSEPath)
+	}
 	if d.Interval < Duration(time.Second) {
 		bad("discovery.interval", "must be at least 1s, got %s", d.Interval)
+	}
+}
+
+// validateSSE checks the paths of the 2024-11-05 HTTP+SSE transport: when
+// it is on, two paths of their own, neither the MCP path, /healthz, /readyz
+// nor one that a passthrough path covers.
+func (c *Config) validateSSE(bad func(string, string, ...any)) {
+	if c.SSEPath == "" {
+		return
+	}
+	if c.SSEMessagesPath == c.SSEPath {
+		bad("sse_messages_path", "must differ from sse_path, got %q for both", c.SSEPath)
+	}
+	for _, k := range [][2]string{{"sse_path", c.SSEPath}, {"sse_messages_path", c.SSEMessagesPath}} {
+		key, p := k[0], k[1]
+		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#") || p == c.Path || p == "/healthz" || p == "/readyz" {
+			bad(key, "%q: want a path of its own, other than the MCP path, /healthz and /readyz, without query or fragment", p)
+		}
+		for _, pt := range c.PassthroughPaths {
+			if p == pt || (strings.HasSuffix(pt, "/") && strings.HasPrefix(p, pt)) {
+				bad(key, "%q is covered by passthrough_paths entry %q", p, pt)
+			}
+		}
 	}
 }
 

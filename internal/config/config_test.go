@@ -92,6 +92,18 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"cache ttl over max", base + "cache: {mode: local, ttl: 2h, max_ttl: 1h}\n", "cache.ttl"},
 		{"cache entry bound small", base + "cache: {mode: local, max_entry_bytes: 10}\n", "cache.max_entry_bytes"},
 		{"cache empty tool", base + "cache: {mode: local, tools: [\"\"]}\n", "cache.tools"},
+		{"sse_path without slash", base + "sse_path: sse\n", "sse_path"},
+		{"sse_path the MCP path", base + "sse_path: /mcp\n", "sse_path"},
+		{"sse_path /healthz", base + "sse_path: /healthz\n", "sse_path"},
+		{"sse_path with a query", base + "sse_path: /sse?x=1\n", "sse_path"},
+		{"sse messages path /readyz", base + "sse_messages_path: /readyz\n", "sse_messages_path"},
+		{"sse messages path empty", base + "sse_messages_path: \"\"\n", "sse_messages_path"},
+		{"sse paths the same", base + "sse_path: /x\nsse_messages_path: /x\n", "sse_messages_path"},
+		{"sse_path passed through", base + "passthrough_paths: [/sse]\n", "sse_path"},
+		{"sse messages path under a passthrough prefix", base + "passthrough_paths: [/oauth/]\nsse_messages_path: /oauth/messages\n", "sse_messages_path"},
+		{"bad sse_url", "upstreams:\n  - url: http://127.0.0.1:1/mcp\n    sse_url: ftp://x/sse\n", "upstreams[0].sse_url"},
+		{"sse_url with a query", "upstreams:\n  - url: http://127.0.0.1:1/mcp\n    sse_url: http://x/sse?k=1\n", "upstreams[0].sse_url"},
+		{"discovery sse_path", "discovery: {dns_name: mcp.svc, port: 1, sse_path: sse}\n", "discovery.sse_path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
