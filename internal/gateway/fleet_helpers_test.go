@@ -281,6 +281,11 @@ func newFrontOn(server string, h http.Handler) *frontServer {
 	if err != nil {
 		panic(err)
 	}
+	return newFrontListener(server, h, ln)
+}
+
+// newFrontListener serves h on ln with the named front server.
+func newFrontListener(server string, h http.Handler, ln net.Listener) *frontServer {
 	f := &frontServer{URL: "http://" + ln.Addr().String()}
 	if server == "std" {
 		s := &http.Server{

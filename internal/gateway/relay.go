@@ -189,7 +189,7 @@ func (c *clientWriter) Write(p []byte) (int, error) {
 	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
 	n, err := c.w.Write(p)
 	if err != nil {
-		c.failed = true
+		c.fail()
 	}
 	return n, err
 }
@@ -197,7 +197,16 @@ func (c *clientWriter) Write(p []byte) (int, error) {
 func (c *clientWriter) Flush() error {
 	err := c.rc.Flush()
 	if err != nil {
-		c.failed = true
+		c.fail()
 	}
 	return err
+}
+
+// fail marks the client gone and lets its connection go at once: whatever
+// the relay still reads from the replica no longer needs it.
+func (c *clientWriter) fail() {
+	if !c.failed {
+		c.failed = true
+		abortClient(c.rc)
+	}
 }

@@ -693,8 +693,22 @@ func (w *response) flushWire() error {
 	w.wbuf = nil
 	if err != nil {
 		w.err = err
+		w.c.reset()
 	}
 	return err
+}
+
+// reset ends a connection at once, after a write on it failed: nothing more
+// can go out on it, and a write that timed out is a client that stopped
+// reading, whose unsent bytes a graceful close would keep queued (with the
+// descriptor's kernel buffers) behind a window that never opens. SO_LINGER
+// 0 makes the close a reset, which frees them now; the handler may go on
+// (reading a replica's stream to its end, say) without holding the client.
+func (c *serverConn) reset() {
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.nc.Close()
 }
 
 // commit puts the head in the write buffer, and the pending body after it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,6 +15,9 @@ import (
 // defaultAt is the fraction of its run at which mutate mutates when the
 // caller gives no "at".
 const defaultAt = 0.5
+
+// maxPad bounds sleep's filler per progress message.
+const maxPad = 64 << 10
 
 // Tool inputs. Fields without omitempty are required in the input schema.
 type (
@@ -24,6 +28,7 @@ type (
 	sleepInput struct {
 		Seconds       float64 `json:"seconds" jsonschema:"how long to sleep, in seconds"`
 		ProgressEvery float64 `json:"progress_every,omitempty" jsonschema:"seconds between progress notifications, sent only when the call has a progress token; 0 means none"`
+		Pad           int     `json:"pad,omitempty" jsonschema:"bytes of filler appended to each progress message (a chatty stream), at most 65536"`
 	}
 	mutateInput struct {
 		Key     string   `json:"key" jsonschema:"the counter to increment"`
@@ -125,6 +130,9 @@ func (s *Server) sleep(ctx context.Context, req *mcp.CallToolRequest, in sleepIn
 	if err != nil {
 		return nil, nil, fmt.Errorf("sleeping: %w", err)
 	}
+	if in.Pad < 0 || in.Pad > maxPad {
+		return nil, nil, fmt.Errorf("sleeping: pad %d outside [0, %d]", in.Pad, maxPad)
+	}
 	var tick <-chan time.Time
 	if token := progressToken(req); token != nil && every > 0 {
 		t := time.NewTicker(every)
@@ -141,19 +149,19 @@ func (s *Server) sleep(ctx context.Context, req *mcp.CallToolRequest, in sleepIn
 		case <-done.C:
 			return text(fmt.Sprintf("slept %gs on %s", in.Seconds, s.name)), nil, nil
 		case <-tick:
-			s.notifyProgress(ctx, req, time.Since(start).Seconds(), in.Seconds)
+			s.notifyProgress(ctx, req, time.Since(start).Seconds(), in.Seconds, in.Pad)
 		}
 	}
 }
 
 // notifyProgress sends one progress notification for req. A failure is not
 // the call's failure: the stream is gone, and ctx will end the call.
-func (s *Server) notifyProgress(ctx context.Context, req *mcp.CallToolRequest, done, total float64) {
+func (s *Server) notifyProgress(ctx context.Context, req *mcp.CallToolRequest, done, total float64, pad int) {
 	err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 		ProgressToken: progressToken(req),
 		Progress:      done,
 		Total:         total,
-		Message:       fmt.Sprintf("slept %.1fs of %gs", done, total),
+		Message:       fmt.Sprintf("slept %.1fs of %gs", done, total) + strings.Repeat(".", pad),
 	})
 	if err != nil {
 		s.logger.Debug("sending progress", "error", err)
