@@ -28,6 +28,8 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib/node.sh
+. "$REPO/scripts/lib/node.sh"
 CACHE_ROOT="${MCPFLEET_CACHE:-$HOME/.cache/mcpfleet}/conformance"
 SUITE_VERSION="${CONFORMANCE_VERSION:-0.2.0-alpha.12}"
 NODE_MAJOR="${CONFORMANCE_NODE_MAJOR:-22}"
@@ -204,67 +206,11 @@ TOOL_DIR="$CACHE_ROOT/node${NODE_MAJOR}-conformance-${SUITE_VERSION}"
 NODE="$TOOL_DIR/node-bin" # symlink to the Node binary the install produced
 SUITE_CLI="$TOOL_DIR/node_modules/.bin/conformance"
 
-tool_dir_ok() {
-	local dir=$1 v
-	[[ -f "$dir/.complete" && -x "$dir/node-bin" && -e "$dir/node_modules/.bin/conformance" ]] || return 1
-	v="$("$dir/node-bin" --version 2>/dev/null)" || return 1
-	[[ "$v" == "v${NODE_MAJOR}."* ]] || return 1
-}
-
-node_works() {
-	local v
-	[[ -x "$1" ]] || return 1
-	v="$("$1" --version 2>/dev/null)" || return 1
-	[[ "$v" == "v${NODE_MAJOR}."* ]]
-}
-
 install_suite() {
-	if tool_dir_ok "$TOOL_DIR"; then
-		log "using cached Node $("$NODE" --version) + conformance $SUITE_VERSION ($TOOL_DIR)"
-		return 0
-	fi
-	log "installing Node ${NODE_MAJOR} and @modelcontextprotocol/conformance@${SUITE_VERSION} into $TOOL_DIR"
-	mkdir -p "$CACHE_ROOT"
-	rm -rf "$TOOL_DIR"
-	local tmp npmlog="$WORK/npm-install.log"
-	tmp="$(mktemp -d "$CACHE_ROOT/.install.XXXXXX")"
-	printf '{"name":"mcpfleet-conformance-tools","private":true}\n' >"$tmp/package.json"
-	# The "node" package fetches its platform's Node binary package in an
-	# install script, so scripts must be allowed for this install.
-	if ! (cd "$tmp" && timeout 600 npm install --no-audit --no-fund --ignore-scripts=false \
-		--loglevel=error "node@${NODE_MAJOR}" "@modelcontextprotocol/conformance@${SUITE_VERSION}") \
-		>"$npmlog" 2>&1; then
-		tail -n 30 "$npmlog" >&2 || true
-		rm -rf "$tmp"
-		die "npm install failed (log: $npmlog)"
-	fi
-	if node_works "$tmp/node_modules/.bin/node"; then
-		ln -s node_modules/.bin/node "$tmp/node-bin"
-	else
-		# The install script did not run (npm refusing install scripts):
-		# install the platform package that holds the binary directly.
-		local arch
-		case "$(uname -m)" in
-		x86_64 | amd64) arch=x64 ;;
-		aarch64 | arm64) arch=arm64 ;;
-		*) arch="$(uname -m)" ;;
-		esac
-		log "node@${NODE_MAJOR} gave no working binary; installing node-linux-${arch}@${NODE_MAJOR}"
-		(cd "$tmp" && timeout 600 npm install --no-audit --no-fund --loglevel=error \
-			"node-linux-${arch}@${NODE_MAJOR}") >>"$npmlog" 2>&1 || true
-		if node_works "$tmp/node_modules/node-linux-${arch}/bin/node"; then
-			ln -s "node_modules/node-linux-${arch}/bin/node" "$tmp/node-bin"
-		fi
-	fi
-	touch "$tmp/.complete"
-	if ! tool_dir_ok "$tmp"; then
-		rm -rf "$tmp"
-		die "npm install did not produce a working Node ${NODE_MAJOR} binary and conformance CLI (log: $npmlog)"
-	fi
-	# -T: if another run installed it meanwhile, fail instead of nesting.
-	mv -T "$tmp" "$TOOL_DIR" 2>/dev/null || rm -rf "$tmp"
-	tool_dir_ok "$TOOL_DIR" || die "conformance tools not usable in $TOOL_DIR"
-	log "installed Node $("$NODE" --version) + conformance $("$NODE" "$SUITE_CLI" --version)"
+	node_tools "$TOOL_DIR" "$NODE_MAJOR" "$WORK/npm-install.log" node_modules/.bin/conformance \
+		"@modelcontextprotocol/conformance@${SUITE_VERSION}" ||
+		die "could not install Node ${NODE_MAJOR} and @modelcontextprotocol/conformance@${SUITE_VERSION} into $TOOL_DIR (log: $WORK/npm-install.log)"
+	log "using Node $("$NODE" --version) + conformance $("$NODE" "$SUITE_CLI" --version) ($TOOL_DIR)"
 }
 
 # ---------------------------------------------------------------------------
