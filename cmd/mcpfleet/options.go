@@ -12,6 +12,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/streams"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -84,6 +85,8 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		SSEPath:              c.SSEPath,
 		SSEMessagesPath:      c.SSEMessagesPath,
 		NoSSE:                c.SSEPath == "", // off
+		StreamLimits: streams.Options{TTL: time.Duration(c.Resume.Grace),
+			MaxStreamBytes: c.Resume.MaxStreamBytes, MaxTotalBytes: c.Resume.MaxTotalBytes},
 	}
 }
 

@@ -119,6 +119,8 @@ type Config struct {
 	IdempotencyTTL Duration `yaml:"idempotency_ttl"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
+	// Resume bounds what is kept of legacy streams for a resume (resume.go).
+	Resume Resume `yaml:"resume"`
 }
 
 // Discovery finds replicas as every A/AAAA record of a DNS name, such as a
@@ -255,6 +257,7 @@ func Default() Config {
 			MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20},
 		IdempotencyLease: Duration(15 * time.Minute),
 		IdempotencyTTL:   Duration(24 * time.Hour),
+		Resume:           defaultResume(),
 	}
 }
 
@@ -369,6 +372,7 @@ func (c *Config) Validate() error {
 		bad("task_store", "must be memory or redis, got %q", c.TaskStore)
 	}
 	c.validateLimits(bad)
+	c.validateResume(bad)
 	c.validateCache(bad)
 	c.validateAuth(bad)
 	for _, p := range c.PassthroughPaths {

@@ -80,6 +80,7 @@ func (o *earlyOpener) open() {
 	o.sw = sse.NewWriter(cw, cw, o.g.opts.KeepAlive)
 	o.g.metrics.streams.Inc()
 	o.sw.KeepAlive() // the silence so far was one interval long
+	o.rec.tap.prime(o.sw)
 }
 
 // settle stops any later opening and returns the stream if one was opened.
@@ -115,12 +116,12 @@ func (g *Gateway) relayLate(sw *sse.Writer, r *http.Request, q *request, resp *h
 		// The replica's JSON answer (a result, or its own JSON-RPC error)
 		// becomes one event.
 		g.noteAnswer(q, body, rec)
-		_ = sw.WriteEvent(jsonEvent(body))
+		_ = sw.WriteEvent(rec.tapped(jsonEvent(body)))
 		rec.events++
 		return
 	}
 	e := &mcpmsg.Error{Code: mcpmsg.CodeInternalError, Message: fmt.Sprintf("replica answered HTTP %d", resp.StatusCode)}
-	_ = sw.WriteEvent(jsonEvent(e.AppendResponse(nil, q.id())))
+	_ = sw.WriteEvent(rec.tapped(jsonEvent(e.AppendResponse(nil, q.id()))))
 }
 
 // endWithError answers a gateway error inside an early stream, where no
@@ -128,7 +129,7 @@ func (g *Gateway) relayLate(sw *sse.Writer, r *http.Request, q *request, resp *h
 func (g *Gateway) endWithError(sw *sse.Writer, e *mcpmsg.Error, q *request, rec *record) {
 	defer g.closeEarly(sw, rec)
 	rec.rejected = true
-	_ = sw.WriteEvent(jsonEvent(e.AppendResponse(nil, q.id())))
+	_ = sw.WriteEvent(rec.tapped(jsonEvent(e.AppendResponse(nil, q.id()))))
 }
 
 // jsonEvent frames a JSON message as an SSE "message" event. Line breaks in

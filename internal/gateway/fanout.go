@@ -117,13 +117,7 @@ func (g *Gateway) serveFanout(w http.ResponseWriter, r *http.Request, q *request
 
 // relayMerged opens the client's SSE stream and relays the merged events.
 func (g *Gateway) relayMerged(w http.ResponseWriter, m *merger, rec *record) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	rec.status = http.StatusOK
-	w.WriteHeader(http.StatusOK)
-	cw := &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+	cw := g.openEventStream(w, rec)
 	defer cw.rc.SetWriteDeadline(time.Time{})
 	g.metrics.streams.Inc()
 	defer g.metrics.streams.Dec()

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/streams"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -38,6 +39,11 @@ type Gateway struct {
 	seq         atomic.Uint64 // round-robin counter
 	draining    atomic.Bool   // /readyz answers 503 once set
 	stores      *storeCheck   // what /readyz asks of the stores
+
+	// recent keeps the events of the legacy POST streams being relayed,
+	// and of those whose client went away when Options.Streams is nil.
+	recent        *streams.Memory
+	streamMetrics *streamMetrics
 
 	// base ends streams that outlive their client (legacy POST streams run
 	// to their end after a client drops them); Close cancels it.
@@ -88,6 +94,8 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		stores:        &storeCheck{check: o.StoreCheck, now: time.Now},
 	}
 	g.metrics = newMetrics(g)
+	g.recent = streams.NewMemory(o.StreamLimits)
+	g.streamMetrics = newStreamMetrics(g)
 	return g, nil
 }
 
@@ -178,6 +186,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, rerr, q.id())
 		return
 	}
+	// Legacy streams get sealed event IDs; a resume (Last-Event-ID) is
+	// answered from the buffer, or goes to the replica with its own ID.
+	r, done := g.openStream(w, r, q, route, rec)
+	if done {
+		return
+	}
 	if route.snap != nil && fansOut(q, route.snap) {
 		g.serveFanout(w, r, q, route.snap, rec)
 		return
@@ -207,6 +221,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// 6. Forward, moving on only from replicas the request never reached.
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
+	if rec.tap != nil {
+		rec.tap.cancelUpstream = release
+	}
 	// 7. Answer: pass the replica's answer through; if it keeps a streamable
 	// request waiting past the keep-alive interval, open the SSE stream
 	// ourselves so keep-alives can flow before the replica says anything.

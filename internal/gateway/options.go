@@ -11,6 +11,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/streams"
 )
 
 // Options configures a Gateway. The zero value of each field means the
@@ -102,6 +103,17 @@ type Options struct {
 	// answer (a ping); while it fails /readyz answers 503. It is asked at
 	// most once a second, with a 500 ms deadline.
 	StoreCheck func(context.Context) error
+	// Streams keeps the events of legacy streams whose client went away,
+	// for a resume through any gateway process that shares it (a
+	// redisstreams.Store); nil means this process's memory only.
+	Streams streams.Buffer
+	// StreamLimits bound what this process keeps of legacy streams: the
+	// grace (TTL) after which a stream nobody resumed is forgotten, and the
+	// bytes per stream and in total; zero fields mean streams' defaults.
+	StreamLimits streams.Options
+	// ResumeRetry is the reconnection delay (SEP-1699 retry) the gateway
+	// sends when it ends a legacy stream itself; 0 means 1 s.
+	ResumeRetry time.Duration
 	// CacheRules are the operator's caching choices. A zero MaxTTL means
 	// one hour, a zero ToolTTL 60 s.
 	CacheRules cache.Rules
@@ -138,6 +150,7 @@ func (o *Options) withDefaults() Options {
 	def(&v.BodyReadTimeout, 30*time.Second)
 	def(&v.WriteTimeout, 30*time.Second)
 	def(&v.DialTimeout, 5*time.Second)
+	def(&v.ResumeRetry, time.Second)
 	def(&v.IdempotencyLease, 15*time.Minute)
 	def(&v.IdempotencyTTL, 24*time.Hour)
 	switch {

@@ -24,6 +24,7 @@ type record struct {
 	limit          string     // the admission step's verdict; "" when not governed
 	cache          string     // hit, miss or bypass; "" when not cacheable
 	cachePlan      *cachePlan // a missed lookup whose answer may be kept
+	tap            *stream    // a legacy stream's sealed IDs and buffer; nil for others
 	clientGone     bool
 	upstreamCut    bool
 	events         int

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -79,6 +80,7 @@ func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, res
 		rec.keepAlives += n
 		g.metrics.keepAlives.Add(float64(n))
 	}()
+	rec.tap.prime(sw)
 	g.pump(sw, sse.NewReader(resp.Body, g.opts.MaxEventBytes), r, q, rec)
 }
 
@@ -90,6 +92,15 @@ func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, res
 // cancel of the request.
 func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *request, rec *record) {
 	drain := q.era == mcpmsg.EraLegacy && r.Method == http.MethodPost
+	tap := rec.tap
+	if tap != nil {
+		// A client whose connection closes is gone now, not at the next
+		// event: its stream moves to the buffer (or its replica is let go
+		// of) before the client comes back to resume it.
+		stop := context.AfterFunc(r.Context(), tap.clientGone)
+		defer stop()
+		defer tap.done()
+	}
 	for {
 		block, err := rd.Next()
 		if err != nil {
@@ -111,12 +122,17 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 				g.invalidateFrom(data)
 			}
 		}
+		if tap != nil {
+			block = tap.event(block)
+			rec.clientGone = rec.clientGone || tap.isGone()
+		}
 		if rec.clientGone {
 			continue
 		}
 		rec.bytes += int64(len(block))
 		if sw.WriteEvent(block) != nil {
 			rec.clientGone = true
+			tap.clientGone()
 			if !drain {
 				return
 			}
@@ -175,6 +191,18 @@ func (c *capture) release() {
 }
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// openEventStream answers 200 with the headers of an SSE stream the gateway
+// makes itself, and returns the writer to the client.
+func (g *Gateway) openEventStream(w http.ResponseWriter, rec *record) *clientWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	rec.status = http.StatusOK
+	w.WriteHeader(http.StatusOK)
+	return &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+}
 
 // clientWriter writes to the client with a deadline on every write, so a
 // client that stops reading is cut instead of holding the relay forever.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/mcpfleet/mcpfleet/internal/streams"
 )
 
 // TestSlowReadersLetGo: clients that open an SSE stream on a chatty call and
@@ -21,7 +23,8 @@ func TestSlowReadersLetGo(t *testing.T) {
 	const clients = 200
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
-			f := startFleet(t, 2, &Options{WriteTimeout: time.Second, KeepAlive: 200 * time.Millisecond})
+			f := startFleet(t, 2, &Options{WriteTimeout: time.Second, KeepAlive: 200 * time.Millisecond,
+				StreamLimits: streams.Options{MaxTotalBytes: 32 << 20}})
 			// Small send buffers fill in a moment; the kernel's own would
 			// take megabytes of progress first.
 			f.front.Close()

@@ -2,14 +2,14 @@ package sse
 
 import "bytes"
 
-// SetID appends to dst the event block with its id field set to id, for a
-// relay that gives every event an ID of its own: each id line of the block
-// goes, and one "id: " line ends the event; every other line, comments
+// StripID appends to dst the event block without its id lines and without
+// the blank line that ends it, so that a relay can end the event with an
+// "id: " line of its own and a blank line: every other line, comments
 // included, keeps its place, with LF line ends, and blank lines before the
 // event (which dispatch nothing) go. It also returns the block's own ID, the
 // value of its last id line, if it had one; an id with a NUL is ignored, as
-// a client ignores it. id must hold no line break.
-func SetID(dst, block []byte, id string) (out []byte, own string, hadOwn bool) {
+// a client ignores it.
+func StripID(dst, block []byte) (out []byte, own string, hadOwn bool) {
 	for len(block) > 0 {
 		var line []byte
 		line, block, _ = bytes.Cut(block, []byte{'\n'})
@@ -27,9 +27,16 @@ func SetID(dst, block []byte, id string) (out []byte, own string, hadOwn bool) {
 		dst = append(dst, line...)
 		dst = append(dst, '\n')
 	}
-	dst = append(dst, "id: "...)
-	dst = append(dst, id...)
-	return append(dst, '\n', '\n'), own, hadOwn
+	return dst, own, hadOwn
+}
+
+// SetID appends to dst the event block with its id field set to id, which
+// must hold no line break: StripID, then "id: " id and the blank line.
+func SetID(dst, block []byte, id string) (out []byte, own string, hadOwn bool) {
+	out, own, hadOwn = StripID(dst, block)
+	out = append(out, "id: "...)
+	out = append(out, id...)
+	return append(out, '\n', '\n'), own, hadOwn
 }
 
 // IsComment reports whether block holds nothing but comments and blank

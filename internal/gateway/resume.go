@@ -1,0 +1,224 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/sse"
+	"github.com/mcpfleet/mcpfleet/internal/streams"
+)
+
+// Resumable legacy streams (2025-11-25 transports, "Resumability and
+// Redelivery"; docs/GATEWAY.md, "Resumable streams"). Every event the
+// gateway relays on a legacy SSE stream gets an ID of its own, sealed with
+// the session keyring (session.EventID): the replica, the stream, the
+// event's position, and the replica's own event ID when it sent one. A
+// legacy POST stream's events are also kept in this process (g.recent) as
+// they are relayed; when its client goes away, the gateway reads the
+// replica's answer on to its end into the buffer (this process's, or the
+// shared one of Options.Streams), and a GET with Last-Event-ID through any
+// gateway process replays what the client missed, then follows the rest.
+// A replica that sent its own event IDs keeps its own event store: then the
+// gateway lets go of the upstream stream when the client goes, so that the
+// replica answers the resume itself (it would refuse one while the stream
+// it names is still open: 409 in the Go SDK).
+
+// stream follows one relayed legacy stream: it seals its events and, for a
+// POST stream, keeps them for a resume.
+type stream struct {
+	g       *Gateway
+	session string // the client's sealed Mcp-Session-Id
+	key     string // the buffer's key: the stream key in hex
+	keep    bool   // a POST stream: its events are kept for a resume
+	primes  bool   // the gateway sends a priming event first (SEP-1699)
+
+	mu     sync.Mutex
+	id     session.EventID // the last event's: position and the replica's own ID
+	primed bool
+	gone   bool // the client went away
+	shared bool // the events now go to g.opts.Streams
+	// cancelUpstream ends the upstream request; set once forwarded.
+	cancelUpstream func()
+}
+
+// newStream starts following a stream of the session's replica; from is the
+// event it resumes after (zero for a new stream, which gets a key).
+func (g *Gateway) newStream(sessionID string, from session.EventID, keep bool) *stream {
+	if from.Stream == (session.StreamKey{}) {
+		_, _ = rand.Read(from.Stream[:])
+	}
+	return &stream{g: g, session: sessionID, id: from, keep: keep, key: keyOf(from.Stream)}
+}
+
+// keyOf is the buffer key of a stream.
+func keyOf(k session.StreamKey) string { return hex.EncodeToString(k[:]) }
+
+// postStream returns the stream of a legacy POST request within a session,
+// if its answer may come as one; nil otherwise.
+func (g *Gateway) postStream(r *http.Request, q *request, t target) *stream {
+	if q.era != mcpmsg.EraLegacy || q.sessionID == "" || t.pinned == nil || q.msg.Kind != mcpmsg.KindRequest || q.msg.Batch {
+		return nil
+	}
+	s := g.newStream(q.sessionID, session.EventID{Replica: t.pinned.Name()}, true)
+	// SEP-1699 (2025-11-25): the priming event, an ID and empty data, lets
+	// a client resume a stream cut before its first event.
+	s.primes = r.Header.Get(mcpmsg.HeaderProtocolVersion) >= "2025-11-25"
+	return s
+}
+
+// sealID returns the sealed ID of the event at the stream's position now.
+func (s *stream) sealIDLocked() string {
+	tok, err := s.g.keys.SealEvent(s.session, s.id, rand.Reader)
+	if err != nil {
+		// The replica's event ID is too long to seal: resuming at the
+		// replica is then impossible, so the gateway keeps the stream.
+		s.g.log.Warn("sealing an event id failed", "replica", s.id.Replica, "error", err)
+		s.id.Upstream = ""
+		tok, _ = s.g.keys.SealEvent(s.session, s.id, rand.Reader)
+	}
+	return tok
+}
+
+// prime writes the priming event once, if the stream sends one.
+func (s *stream) prime(sw *sse.Writer) {
+	if s == nil || !s.primes {
+		return
+	}
+	s.mu.Lock()
+	if s.primed {
+		s.mu.Unlock()
+		return
+	}
+	s.primed = true
+	b := append([]byte("id: "), s.sealIDLocked()...)
+	// The stream is there to resume from now, before any event.
+	_ = s.g.recent.Append(context.Background(), s.key)
+	s.mu.Unlock()
+	_ = sw.WriteEvent(append(b, "\ndata: \n\n"...))
+}
+
+// event gives a block from the replica its sealed ID, keeps it if the
+// stream is kept, and returns the block to relay. Comments pass as they are.
+func (s *stream) event(block []byte) []byte {
+	if sse.IsComment(block) {
+		return block
+	}
+	out, own, hadOwn := sse.StripID(make([]byte, 0, len(block)+200), block)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.id.Pos++
+	if hadOwn && own != "" {
+		s.id.Upstream = own
+	}
+	out = append(out, "id: "...)
+	out = append(out, s.sealIDLocked()...)
+	out = append(out, '\n', '\n')
+	if s.keep {
+		s.keepLocked(streams.Event{Pos: s.id.Pos, Data: out})
+	}
+	return out
+}
+
+// keepLocked adds an event to the stream's buffer.
+func (s *stream) keepLocked(ev streams.Event) {
+	if !s.shared {
+		_ = s.g.recent.Append(context.Background(), s.key, ev)
+		if s.gone {
+			s.g.streamMetrics.buffered.Inc()
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.g.base, 2*time.Second)
+	defer cancel()
+	if err := s.g.opts.Streams.Append(ctx, s.key, ev); err != nil {
+		s.g.streamMetrics.storeErrors.Inc()
+		return
+	}
+	s.g.streamMetrics.buffered.Inc()
+}
+
+// tapped returns an event the gateway makes itself (a JSON answer in a
+// stream it opened, an error) with its sealed ID, kept like the replica's.
+func (rec *record) tapped(block []byte) []byte {
+	if rec.tap == nil {
+		return block
+	}
+	defer rec.tap.done()
+	return rec.tap.event(block)
+}
+
+// isGone reports whether the client went away.
+func (s *stream) isGone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gone
+}
+
+// clientGone notes that the client went away (a failed write, or its
+// connection closed). A replica that keeps its own events is let go of at
+// once, so that it serves the resume; otherwise the events kept so far
+// move to the shared buffer, if there is one, and the rest follow them.
+func (s *stream) clientGone() {
+	if s == nil || !s.keep {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return
+	}
+	s.gone = true
+	if s.id.Upstream != "" {
+		s.keep = false
+		s.g.recent.Discard(s.key)
+		if s.cancelUpstream != nil {
+			s.cancelUpstream()
+		}
+		return
+	}
+	kept := s.g.recent.Events(s.key)
+	s.g.streamMetrics.buffered.Add(float64(len(kept)))
+	if s.g.opts.Streams == nil {
+		return
+	}
+	s.shared = true
+	s.g.recent.Discard(s.key)
+	if len(kept) > 0 {
+		ctx, cancel := context.WithTimeout(s.g.base, 2*time.Second)
+		defer cancel()
+		if err := s.g.opts.Streams.Append(ctx, s.key, kept...); err != nil {
+			s.g.streamMetrics.storeErrors.Inc()
+		}
+	}
+}
+
+// done ends the stream's keeping when the replica's stream has ended: a
+// client that stayed to the end needs nothing kept; for one that went, the
+// buffer marks the stream complete, so that replays end after its last
+// event.
+func (s *stream) done() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.keep:
+	case !s.gone:
+		s.g.recent.Discard(s.key)
+	case s.shared:
+		ctx, cancel := context.WithTimeout(s.g.base, 2*time.Second)
+		defer cancel()
+		if err := s.g.opts.Streams.End(ctx, s.key); err != nil {
+			s.g.streamMetrics.storeErrors.Inc()
+		}
+	default:
+		_ = s.g.recent.End(context.Background(), s.key)
+	}
+}

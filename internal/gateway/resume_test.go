@@ -1,0 +1,176 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// progressLog records the progress notifications a client receives.
+type progressLog struct {
+	mu   sync.Mutex
+	seen []float64
+}
+
+func (p *progressLog) handler(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, req.Params.Progress)
+}
+
+// check fails unless every one of want notifications came once, in order.
+func (p *progressLog) check(t *testing.T, want int) {
+	t.Helper()
+	// The SDK may hand the result over before the last notifications.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		p.mu.Lock()
+		n := len(p.seen)
+		p.mu.Unlock()
+		if n >= want {
+			break
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := 1; i < len(p.seen); i++ {
+		if p.seen[i] <= p.seen[i-1] {
+			t.Fatalf("progress %v came after %v: out of order or twice (%v)", p.seen[i], p.seen[i-1], p.seen)
+		}
+	}
+	if len(p.seen) != want {
+		t.Fatalf("received %d progress notifications, the replica sent %d", len(p.seen), want)
+	}
+}
+
+// relayedEvents returns how many events the gateway relayed (or kept) for
+// the one tools/call its log shows.
+func relayedEvents(t *testing.T, logs *syncBuffer) int {
+	t.Helper()
+	// The line is written once the replica's answer has ended, which may
+	// be just after the client has it.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !strings.Contains(logs.String(), `"tools/call"`); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var v struct {
+			Method     string `json:"method"`
+			HTTPMethod string `json:"http_method"`
+			Events     int    `json:"events"`
+		}
+		if json.Unmarshal([]byte(line), &v) == nil && v.Method == "tools/call" && v.HTTPMethod == "POST" {
+			return v.Events
+		}
+	}
+	t.Fatalf("no tools/call in the log:\n%s", logs.String())
+	return 0
+}
+
+// cutAfter cuts every connection through p after d, and lets new ones
+// through again at once: the client's stream breaks mid-call.
+func cutAfter(p *testproc.FlakyProxy, d time.Duration) {
+	time.AfterFunc(d, func() {
+		p.Cut()
+		p.Restore()
+	})
+}
+
+// callWithProgress calls sleep with a progress token.
+func callWithProgress(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	params.SetProgressToken("p")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		t.Fatalf("calling %s across the cut: %v", name, err)
+	}
+	if res.IsError || len(res.Content) == 0 {
+		t.Fatalf("calling %s: error result %+v", name, res)
+	}
+	return res
+}
+
+// TestResumeThroughOneGateway: a legacy client whose connection is cut in
+// the middle of a sleep with progress resumes (the Go SDK sends a GET with
+// Last-Event-ID by itself) and gets every event the replica sent, once and
+// in order, and the result; the replica keeps no events of its own.
+func TestResumeThroughOneGateway(t *testing.T) {
+	f := startFleet(t, 2, &Options{KeepAlive: 200 * time.Millisecond})
+	proxy := testproc.NewFlakyProxy(t, strings.TrimPrefix(f.front.URL, "http://"))
+	var progress progressLog
+	cs := connect(t, "http://"+proxy.Addr()+"/mcp", "2025-11-25", &mcp.ClientOptions{ProgressNotificationHandler: progress.handler})
+	cutAfter(proxy, 1200*time.Millisecond)
+	res := callWithProgress(t, cs, "sleep", map[string]any{"seconds": 3, "progress_every": 0.1})
+	if got := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(got, "slept 3s") {
+		t.Fatalf("result %q", got)
+	}
+	progress.check(t, relayedEvents(t, f.logs)-1)
+	if n := testutil.ToFloat64(f.gw.streamMetrics.resumes.WithLabelValues("replayed")); n != 1 {
+		t.Errorf("%v resumes replayed from the buffer, want 1", n)
+	}
+}
+
+// TestResumeMutateRunsOnce: a mutate cut before its only event resumes from
+// the gateway's priming event, gets its result, and mutates once.
+func TestResumeMutateRunsOnce(t *testing.T) {
+	f := startFleet(t, 2, &Options{KeepAlive: 200 * time.Millisecond})
+	proxy := testproc.NewFlakyProxy(t, strings.TrimPrefix(f.front.URL, "http://"))
+	cs := connect(t, "http://"+proxy.Addr()+"/mcp", "2025-11-25", nil)
+	cutAfter(proxy, 500*time.Millisecond)
+	res := callWithProgress(t, cs, "mutate", map[string]any{"key": "k", "seconds": 2, "at": 0.8})
+	if got := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(got, "mutated k") {
+		t.Fatalf("result %q", got)
+	}
+	if got := f.count("k"); got != 1 {
+		t.Errorf("mutate ran %d times, want 1", got)
+	}
+}
+
+// TestEventIDsSealed: every event of a legacy POST stream carries one ID,
+// sealed for its session, at positions 0 (the gateway's priming event), 1,
+// 2, ... in order; a 2026-07-28 stream gets none.
+func TestEventIDsSealed(t *testing.T) {
+	f := startFleet(t, 1, nil)
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		r := newRaw(t, f.url(), version)
+		if version == "2025-11-25" {
+			r.initialize()
+		}
+		resp := r.post(context.Background(), 2, "tools/call", map[string]any{
+			"name": "sleep", "arguments": map[string]any{"seconds": 0.5, "progress_every": 0.1}, "_meta": map[string]any{"progressToken": "p"},
+		}, nil)
+		var ids []string
+		for l := range lines(resp.Body) {
+			if id, ok := strings.CutPrefix(l, "id: "); ok {
+				ids = append(ids, id)
+			}
+		}
+		resp.Body.Close()
+		if version == "2026-07-28" {
+			if len(ids) != 0 {
+				t.Errorf("a 2026-07-28 stream carries event IDs %q", ids)
+			}
+			continue
+		}
+		if len(ids) < 4 {
+			t.Fatalf("%d event IDs on a stream of progress", len(ids))
+		}
+		for i, id := range ids {
+			e, err := f.gw.keys.OpenEvent(r.session, id)
+			if err != nil || e.Pos != uint64(i) || e.Replica != "replica-a" || e.Upstream != "" {
+				t.Fatalf("event %d: id opens as %+v, %v", i, e, err)
+			}
+			if _, err := f.gw.keys.OpenEvent("another session", id); err == nil {
+				t.Fatalf("event %d: its id opens in another session", i)
+			}
+		}
+	}
+}
