@@ -19,6 +19,7 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	era := fs.String("era", "both", "protocol eras served on /mcp: both, 2025 or 2026")
 	drain := fs.Duration("drain-delay", 0, "after SIGTERM, how long /health answers draining while /mcp still serves")
 	ledger := fs.String("ledger", "", "append one line per mutation (key, replica, time) to `file`; replicas may share one")
+	eventStore := fs.Bool("event-store", false, "keep the events of 2025-11-25 streams in memory, so that clients resume them here with Last-Event-ID")
 	cacheTTL := fs.Duration("cache-ttl", 0, "ttlMs cache hint (SEP-2549) on discover, list and resources/read results, whole milliseconds (default 0: stale at once)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -30,7 +31,7 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 		*name = *listen
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	opts := &testserver.Options{Era: *era, Logger: log, CacheTTL: *cacheTTL}
+	opts := &testserver.Options{Era: *era, Logger: log, CacheTTL: *cacheTTL, EventStore: *eventStore}
 	if *ledger != "" {
 		l, err := testserver.OpenLedger(*ledger)
 		if err != nil {

@@ -46,9 +46,16 @@ func eraVersions(era string) []string {
 // its own Host header.
 func (s *Server) mcpHandler() http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	var events mcp.EventStore
+	if s.eventStore {
+		// 2025-11-25 streams resumable at the replica: events carry IDs
+		// and a GET with Last-Event-ID replays them.
+		events = mcp.NewMemoryEventStore(nil)
+	}
 	stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger:                     quiet(s.logger),
 		DisableLocalhostProtection: true,
+		EventStore:                 events,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless: true,

@@ -71,6 +71,13 @@ type Options struct {
 	// ttlMs 0: stale at once. The cacheScope hint does not depend on it:
 	// "private" on mcpfleet://profile, "public" on every other result.
 	CacheTTL time.Duration
+
+	// EventStore keeps the events of 2025-11-25 streams in memory (the Go
+	// SDK's MemoryEventStore), so that every event carries an ID and a
+	// client resumes a broken stream at this replica with Last-Event-ID.
+	// False means no store: events carry no ID and streams cannot be
+	// resumed here.
+	EventStore bool
 }
 
 // Validate reports whether o is usable. A nil o is valid.
@@ -120,6 +127,8 @@ type Server struct {
 	applied map[string]bool // key + NUL + op of mutations applied here
 	ledger  io.Writer
 	calls   *Gauge // nil: not counted
+
+	eventStore bool // 2025-11-25 streams keep their events (Options.EventStore)
 }
 
 // New returns a Server called name, which whoami reports and which must not
@@ -153,6 +162,8 @@ func New(name string, opts *Options) (*Server, error) {
 		applied: make(map[string]bool),
 		ledger:  o.Ledger,
 		calls:   o.Calls,
+
+		eventStore: o.EventStore,
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{
 		Logger:                    quiet(o.Logger),
