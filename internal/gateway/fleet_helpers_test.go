@@ -45,7 +45,7 @@ func (f *fleet) count(key string) int {
 }
 
 // startFleet starts n testserver replicas and a gateway in front of them.
-func startFleet(t *testing.T, n int, opts *Options) *fleet {
+func startFleet(t testing.TB, n int, opts *Options) *fleet {
 	t.Helper()
 	f := &fleet{logs: &syncBuffer{}}
 	var specs []upstream.Spec
@@ -67,7 +67,7 @@ func startFleet(t *testing.T, n int, opts *Options) *fleet {
 	return f
 }
 
-func startGatewayOn(t *testing.T, specs []upstream.Spec, opts *Options, logs io.Writer) *Gateway {
+func startGatewayOn(t testing.TB, specs []upstream.Spec, opts *Options, logs io.Writer) *Gateway {
 	t.Helper()
 	fl, err := upstream.New(specs)
 	if err != nil {
@@ -132,14 +132,14 @@ func (s *syncBuffer) String() string {
 // raw is a hand-made HTTP exchange, for what the SDK client hides (keep-alive
 // comments, dropped streams, error bodies).
 type raw struct {
-	t       *testing.T
+	t       testing.TB
 	url     string
 	version string // Mcp-Protocol-Version
 	session string
 	client  *http.Client
 }
 
-func newRaw(t *testing.T, url, version string) *raw {
+func newRaw(t testing.TB, url, version string) *raw {
 	// No connection reuse: closing a body must close its connection.
 	return &raw{t: t, url: url, version: version, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 }
