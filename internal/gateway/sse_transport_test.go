@@ -541,3 +541,37 @@ func TestSSEReplicaLost(t *testing.T) {
 		t.Errorf("replica_unreachable counted %v times", n)
 	}
 }
+
+// TestSSEMessageOfADepartedClient: a replica that never answers a message
+// (the TypeScript everything server, for a session it lost) holds nothing
+// once the client gives up: the POST upstream ends with the client's.
+func TestSSEMessageOfADepartedClient(t *testing.T) {
+	cut := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: endpoint\ndata: /message?sessionId=lost\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		io.ReadAll(r.Body)   // after which net/http notices a client that leaves
+		<-r.Context().Done() // never answers
+		close(cut)
+	}))
+	t.Cleanup(srv.Close)
+	_, fronts, _ := startGateways(t, 1, []upstream.Spec{{Name: "ts", URL: srv.URL + "/mcp"}}, sharedSecretOptions(t))
+	_, endpoint, _ := sseOpen(t, fronts[0].URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, fronts[0].URL+endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the POST was answered %s", resp.Status)
+	}
+	select {
+	case <-cut:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the POST upstream outlived its client by 5 s")
+	}
+}

@@ -51,9 +51,12 @@ func (g *Gateway) serveSSEMessage(w http.ResponseWriter, r *http.Request, q *req
 		rec.reject(w, err, q.id())
 		return
 	}
-	ctx, release := g.upstreamContext(r, q)
-	defer release()
-	resp, rep, err := g.send(ctx, r, q, target{pinned: rep}, rec)
+	// The client's own context: the message's call runs in the replica
+	// apart from its POST (the replica answers 202 and goes on), so a
+	// client that leaves cuts nothing but a wait, which a replica that never
+	// answers a lost session (the TypeScript everything server) would make
+	// endless.
+	resp, rep, err := g.send(r.Context(), r, q, target{pinned: rep}, rec)
 	if err != nil {
 		rec.reject(w, err, q.id())
 		return
