@@ -52,6 +52,9 @@ fi
 if command -v redis-server >/dev/null; then
 	export MCPFLEET_REQUIRE_REDIS=1
 fi
+if command -v npm >/dev/null; then
+	export MCPFLEET_REQUIRE_NODE=1 # the TypeScript SDK and everything server tests (scripts/lib/node.sh installs Node 22)
+fi
 if command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]]; then
 	export MCPFLEET_REQUIRE_CHROMIUM=1 # the lab's browser test
 fi
