@@ -56,6 +56,7 @@ func TestKeepAlivesOutliveAnIdleTimeout(t *testing.T) {
 	wg.Go(func() {
 		run(bctx, []string{"testserver", "--listen", backend, "--name", "a"}, &lockedBuffer{}, &lockedBuffer{})
 	})
+	testproc.WaitReady(t, "http://"+backend+"/health")
 	for _, keep := range []time.Duration{time.Second, 0} {
 		for _, era := range []string{"2025-11-25", "2026-07-28"} {
 			t.Run(fmt.Sprintf("keepalive=%v/%s", keep, era), func(t *testing.T) {

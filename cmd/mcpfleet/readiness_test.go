@@ -62,6 +62,7 @@ func TestReadinessAndLiveness(t *testing.T) {
 	wg.Go(func() {
 		run(bctx, []string{"testserver", "--listen", backend, "--name", "a"}, &lockedBuffer{}, &lockedBuffer{})
 	})
+	testproc.WaitReady(t, "http://"+backend+"/health")
 	for _, checks := range []bool{true, false} {
 		t.Run(fmt.Sprintf("readyz_checks_store=%v", checks), func(t *testing.T) {
 			proxy := testproc.NewFlakyProxy(t, redis)

@@ -68,6 +68,7 @@ func TestServeReadsRedisURLFile(t *testing.T) {
 
 	backend, listen := testproc.FreeAddr(t), testproc.FreeAddr(t)
 	startProcess(t, "testserver", "--listen", backend, "--name", "a")
+	testproc.WaitReady(t, "http://"+backend+"/health") // a replica not yet listening would answer the call 502
 	sctx, stop := context.WithCancel(ctx)
 	var out, errb lockedBuffer
 	served := make(chan int)
