@@ -19,16 +19,19 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/limit/redisstore"
 	"github.com/mcpfleet/mcpfleet/internal/session/redistasks"
 	"github.com/mcpfleet/mcpfleet/internal/store"
+	"github.com/mcpfleet/mcpfleet/internal/streams"
+	"github.com/mcpfleet/mcpfleet/internal/streams/redisstreams"
 	"github.com/redis/go-redis/v9"
 )
 
 // Key prefixes of the shared stores in the server of redis_url (or
 // redis_url_file).
 const (
-	idemPrefix  = "mcpfleet:idem:"
-	limitPrefix = "mcpfleet:limit:"
-	taskPrefix  = "mcpfleet:task:"
-	cachePrefix = "mcpfleet:cache:"
+	idemPrefix   = "mcpfleet:idem:"
+	limitPrefix  = "mcpfleet:limit:"
+	taskPrefix   = "mcpfleet:task:"
+	cachePrefix  = "mcpfleet:cache:"
+	streamPrefix = "mcpfleet:stream:"
 )
 
 // stores are the shared-state pieces a configuration asks for, built once:
@@ -70,6 +73,14 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 			return nil, err
 		}
 		o.Tasks = redistasks.New(c, taskPrefix)
+	}
+	if cfg.Resume.Store == "redis" {
+		c, err := client()
+		if err != nil {
+			return nil, err
+		}
+		o.Streams = redisstreams.New(c, streamPrefix, streams.Options{
+			TTL: time.Duration(cfg.Resume.Grace), MaxStreamBytes: cfg.Resume.MaxStreamBytes})
 	}
 	switch cfg.Cache.Mode {
 	case "local":

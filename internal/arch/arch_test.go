@@ -57,7 +57,7 @@ func TestDecisionsDoNoIO(t *testing.T) {
 // gateway, nor the fleet's I/O side, nor a store (package limit's Table is
 // the memory store's pure core; the Redis store lives elsewhere).
 func TestSimulatorDrivesDecisionsOnly(t *testing.T) {
-	mustNot(t, "sim", "internal/gateway", "internal/upstream", "internal/store", "internal/idem", "internal/cache", "internal/session", "internal/identity", "internal/limit/redisstore", "internal/limit/limittest", "internal/cache/rediscache", "internal/session/redistasks", redis)
+	mustNot(t, "sim", "internal/gateway", "internal/upstream", "internal/store", "internal/idem", "internal/cache", "internal/session", "internal/identity", "internal/limit/redisstore", "internal/limit/limittest", "internal/cache/rediscache", "internal/session/redistasks", "internal/streams/redisstreams", redis)
 }
 
 // TestConfigIsSchemaOnly: the configuration is schema, defaults and
@@ -66,7 +66,7 @@ func TestSimulatorDrivesDecisionsOnly(t *testing.T) {
 // client or metrics along.
 func TestConfigIsSchemaOnly(t *testing.T) {
 	for _, pkg := range []string{"config", "lbconfig"} {
-		mustNot(t, pkg, "internal/gateway", "internal/h1", "internal/idem", "internal/store", "internal/limit/redisstore", "internal/cache/rediscache", "internal/session/redistasks", redis, prom)
+		mustNot(t, pkg, "internal/gateway", "internal/h1", "internal/idem", "internal/store", "internal/limit/redisstore", "internal/cache/rediscache", "internal/session/redistasks", "internal/streams/redisstreams", redis, prom)
 	}
 }
 

@@ -15,10 +15,15 @@ type Resume struct {
 	// MaxTotalBytes bounds the kept events of every stream of this process
 	// together.
 	MaxTotalBytes int64 `yaml:"max_total_bytes"`
+	// Store is where the streams of clients that went away are kept:
+	// memory (this process: a resume must come back to it) or redis (one
+	// buffer in redis_url's server, so that a resume through any gateway
+	// replays them).
+	Store string `yaml:"store"`
 }
 
 func defaultResume() Resume {
-	return Resume{Grace: Duration(5 * time.Minute), MaxStreamBytes: 1 << 20, MaxTotalBytes: 256 << 20}
+	return Resume{Grace: Duration(5 * time.Minute), MaxStreamBytes: 1 << 20, MaxTotalBytes: 256 << 20, Store: "memory"}
 }
 
 // validateResume checks the resume.* keys.
@@ -32,5 +37,19 @@ func (c *Config) validateResume(bad func(string, string, ...any)) {
 	}
 	if r.MaxTotalBytes < int64(r.MaxStreamBytes) {
 		bad("resume.max_total_bytes", "must be at least resume.max_stream_bytes (%d), got %d", r.MaxStreamBytes, r.MaxTotalBytes)
+	}
+	switch r.Store {
+	case "memory":
+	case "redis":
+		if c.SecretFile == "" {
+			// Event IDs are sealed with the session keyring: a gateway with
+			// a keyring of its own could not open another's.
+			bad("resume.store", "redis needs secret_file, so that every gateway opens the others' event IDs (mcpfleet secret makes one)")
+		}
+		if c.RedisURL == "" && c.RedisURLFile == "" {
+			bad("redis_url or redis_url_file", "required when resume.store is redis")
+		}
+	default:
+		bad("resume.store", "must be memory or redis, got %q", r.Store)
 	}
 }
