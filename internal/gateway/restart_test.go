@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-func keyring(t *testing.T, ids ...uint8) *session.Keyring {
+func keyring(t testing.TB, ids ...uint8) *session.Keyring {
 	t.Helper()
 	var keys []session.Key
 	for _, id := range ids {

@@ -92,7 +92,22 @@ func BenchmarkBufferedStreamMemory(b *testing.B) {
 // from the request to the stream's last byte, and to its first event.
 func BenchmarkResumeMemory(b *testing.B) {
 	f := startFleet(b, 1, &Options{KeepAlive: 100 * time.Millisecond})
-	r := newRaw(b, f.url(), "2025-11-25")
+	benchResume(b, f.url())
+}
+
+// BenchmarkResumeRedis is the resume through another gateway process: the
+// stream was kept by gateway A, moved to a real redis-server (Redis
+// Streams) when its client went, and is replayed by gateway B.
+func BenchmarkResumeRedis(b *testing.B) {
+	p := startSharedPair(b)
+	benchResume(b, p.url+"/mcp")
+}
+
+// benchResume cuts a legacy sleep with progress after its priming event,
+// then resumes it from there at url, again and again, reporting the time to
+// the first replayed event.
+func benchResume(b *testing.B, url string) {
+	r := newRaw(b, url, "2025-11-25")
 	r.initialize()
 	ctx, drop := context.WithCancel(context.Background())
 	resp := r.post(ctx, 2, "tools/call", map[string]any{
@@ -110,7 +125,7 @@ func BenchmarkResumeMemory(b *testing.B) {
 	time.Sleep(500 * time.Millisecond)
 	var toFirst time.Duration
 	for b.Loop() {
-		req, _ := http.NewRequest(http.MethodGet, f.url(), nil)
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
 		req.Header.Set("Mcp-Session-Id", r.session)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 		req.Header.Set("Accept", "text/event-stream")

@@ -28,7 +28,7 @@ type sharedPair struct {
 	url    string   // the balancer
 }
 
-func startSharedPair(t *testing.T) *sharedPair {
+func startSharedPair(t testing.TB) *sharedPair {
 	t.Helper()
 	client, err := store.NewRedisClient("redis://" + redistest.Start(t))
 	if err != nil {
@@ -62,7 +62,7 @@ func startSharedPair(t *testing.T) *sharedPair {
 	return &sharedPair{fleet: f, b: b, url: lb.URL}
 }
 
-func mustParse(t *testing.T, s string) *url.URL {
+func mustParse(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {
