@@ -268,6 +268,9 @@ func (rg *runningGateway) shutdown(grace time.Duration) error {
 	err := rg.srv.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		rg.log.Warn("grace over: closing streams still open")
+		// Legacy streams get a last event first (an ID and a retry,
+		// SEP-1699), so that their clients resume them elsewhere.
+		rg.gw.EndStreamsForShutdown()
 		err = rg.srv.Close()
 	}
 	if rg.adm != nil {

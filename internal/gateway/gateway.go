@@ -54,6 +54,12 @@ type Gateway struct {
 	// it can; EndStandaloneStreams cancels it on shutdown.
 	standalone    context.Context
 	endStandalone context.CancelFunc
+	// ending ends the client side of every legacy stream still relayed
+	// (standalone ones with it) when the shutdown's grace is over;
+	// EndStreamsForShutdown cancels it.
+	ending     context.Context
+	endStreams context.CancelFunc
+	ends       atomic.Int64 // the relays' shutdown hooks (endOnShutdown) not yet run or stopped
 }
 
 // New returns a gateway for fleet. A nil logger discards logs; a nil opts
@@ -76,8 +82,11 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		return nil, err
 	}
 	base, cancel := context.WithCancel(context.Background())
-	standalone, endStandalone := context.WithCancel(base)
+	ending, endStreams := context.WithCancel(base)
+	standalone, endStandalone := context.WithCancel(ending)
 	g := &Gateway{
+		ending:        ending,
+		endStreams:    endStreams,
 		standalone:    standalone,
 		endStandalone: endStandalone,
 		aff:           aff,
@@ -118,6 +127,27 @@ func (g *Gateway) SetDraining() { g.draining.Store(true) }
 // would otherwise hold the whole grace period: they carry no request and
 // never end by themselves, and their clients reopen them elsewhere.
 func (g *Gateway) EndStandaloneStreams() { g.endStandalone() }
+
+// EndStreamsForShutdown ends the client side of every legacy stream still
+// relayed, for a shutdown whose grace is over: each gets a last event with
+// the ID of the last event written to it and a retry field (SEP-1699), so
+// that its client resumes it, through another gateway process. A legacy
+// POST stream's call goes on into the buffer until Close. Call it before
+// cutting the connections: it returns once those last events are written,
+// or after endWait. 2026-07-28 streams are not touched.
+func (g *Gateway) EndStreamsForShutdown() {
+	g.endStreams()
+	// A counter polled, not a WaitGroup: a relay may still begin (and Add)
+	// while this waits.
+	deadline := time.Now().Add(endWait)
+	for g.ends.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// endWait bounds how long EndStreamsForShutdown waits for the last events:
+// a client that reads them not at once is cut without.
+const endWait = time.Second
 
 // Close ends streams left running for departed clients and closes idle
 // upstream connections. It is idempotent.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/sse"
 )
 
@@ -100,12 +101,13 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 		stop := context.AfterFunc(r.Context(), tap.clientGone)
 		defer stop()
 		defer tap.done()
+		defer g.endOnShutdown(sw, r, tap)()
 	}
 	for {
 		block, err := rd.Next()
 		if err != nil {
 			if rest := rd.Rest(); len(rest) > 0 && !rec.clientGone {
-				_ = sw.WriteEvent(rest)
+				_ = tap.writeTo(sw, rest, nil)
 			}
 			if !errors.Is(err, io.EOF) && !rec.clientGone && r.Context().Err() == nil {
 				rec.upstreamCut = true
@@ -122,15 +124,18 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 				g.invalidateFrom(data)
 			}
 		}
+		var at *session.EventID
 		if tap != nil {
-			block = tap.event(block)
+			block, at = tap.seal(block)
 			rec.clientGone = rec.clientGone || tap.isGone()
 		}
 		if rec.clientGone {
 			continue
 		}
 		rec.bytes += int64(len(block))
-		if sw.WriteEvent(block) != nil {
+		if err := tap.writeTo(sw, block, at); errors.Is(err, errEnded) {
+			rec.clientGone = true
+		} else if err != nil {
 			rec.clientGone = true
 			tap.clientGone()
 			if !drain {
@@ -138,6 +143,46 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			}
 		}
 	}
+}
+
+// endOnShutdown arranges for the gateway's shutdown to end a legacy
+// stream's client side with a last event (stream.end): a standalone GET
+// stream with EndStandaloneStreams, any other when the grace is over
+// (EndStreamsForShutdown). The returned func, deferred by the relay, waits
+// for that last write, which must not outlive the handler.
+func (g *Gateway) endOnShutdown(sw *sse.Writer, r *http.Request, tap *stream) func() {
+	on := g.ending
+	if r.Method == http.MethodGet {
+		on = g.standalone
+	}
+	ended := make(chan struct{})
+	g.ends.Add(1)
+	stop := context.AfterFunc(on, func() {
+		defer close(ended)
+		defer g.ends.Add(-1)
+		tap.end(sw, g.opts.ResumeRetry)
+	})
+	return func() {
+		if !stop() {
+			<-ended
+			return
+		}
+		defer g.ends.Add(-1)
+		// The shutdown may have ended the upstream stream (a standalone
+		// one's context is a child of on) before its cancel reached the
+		// hook: the last event is written here then.
+		if on.Err() != nil {
+			tap.end(sw, g.opts.ResumeRetry)
+		}
+	}
+}
+
+// writeTo writes a block to the client through the stream, if there is one.
+func (s *stream) writeTo(sw *sse.Writer, block []byte, at *session.EventID) error {
+	if s == nil {
+		return sw.WriteEvent(block)
+	}
+	return s.write(sw, block, at)
 }
 
 // watchesAnswer reports whether the gateway reads the messages of a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -45,6 +46,10 @@ type stream struct {
 	shared bool // the events now go to g.opts.Streams
 	// cancelUpstream ends the upstream request; set once forwarded.
 	cancelUpstream func()
+
+	wmu   sync.Mutex      // guards the writes of pump and end to the client, and the two below
+	sent  session.EventID // the last event written to the client (at first, where the stream starts)
+	ended bool            // the gateway ended the client's stream (end)
 }
 
 // newStream starts following a stream of the session's replica; from is the
@@ -53,7 +58,7 @@ func (g *Gateway) newStream(sessionID string, from session.EventID, keep bool) *
 	if from.Stream == (session.StreamKey{}) {
 		_, _ = rand.Read(from.Stream[:])
 	}
-	return &stream{g: g, session: sessionID, id: from, keep: keep, key: keyOf(from.Stream)}
+	return &stream{g: g, session: sessionID, id: from, sent: from, keep: keep, key: keyOf(from.Stream)}
 }
 
 // keyOf is the buffer key of a stream.
@@ -72,15 +77,18 @@ func (g *Gateway) postStream(r *http.Request, q *request, t target) *stream {
 	return s
 }
 
-// sealID returns the sealed ID of the event at the stream's position now.
-func (s *stream) sealIDLocked() string {
-	tok, err := s.g.keys.SealEvent(s.session, s.id, rand.Reader)
+// sealIDLocked returns the sealed ID of the event at the stream's position now.
+func (s *stream) sealIDLocked() string { return s.sealOf(&s.id) }
+
+// sealOf returns the sealed ID of the event id names.
+func (s *stream) sealOf(id *session.EventID) string {
+	tok, err := s.g.keys.SealEvent(s.session, *id, rand.Reader)
 	if err != nil {
 		// The replica's event ID is too long to seal: resuming at the
 		// replica is then impossible, so the gateway keeps the stream.
-		s.g.log.Warn("sealing an event id failed", "replica", s.id.Replica, "error", err)
-		s.id.Upstream = ""
-		tok, _ = s.g.keys.SealEvent(s.session, s.id, rand.Reader)
+		s.g.log.Warn("sealing an event id failed", "replica", id.Replica, "error", err)
+		id.Upstream = ""
+		tok, _ = s.g.keys.SealEvent(s.session, *id, rand.Reader)
 	}
 	return tok
 }
@@ -96,18 +104,29 @@ func (s *stream) prime(sw *sse.Writer) {
 		return
 	}
 	s.primed = true
+	at := s.id
 	b := append([]byte("id: "), s.sealIDLocked()...)
 	// The stream is there to resume from now, before any event.
 	_ = s.g.recent.Append(context.Background(), s.key)
 	s.mu.Unlock()
-	_ = sw.WriteEvent(append(b, "\ndata: \n\n"...))
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if sw.WriteEvent(append(b, "\ndata: \n\n"...)) == nil {
+		s.sent = at
+	}
 }
 
 // event gives a block from the replica its sealed ID, keeps it if the
 // stream is kept, and returns the block to relay. Comments pass as they are.
 func (s *stream) event(block []byte) []byte {
+	out, _ := s.seal(block)
+	return out
+}
+
+// seal is event, returning the block's event too (nil for a comment).
+func (s *stream) seal(block []byte) ([]byte, *session.EventID) {
 	if sse.IsComment(block) {
-		return block
+		return block, nil
 	}
 	out, own, hadOwn := sse.StripID(make([]byte, 0, len(block)+200), block)
 	s.mu.Lock()
@@ -122,7 +141,43 @@ func (s *stream) event(block []byte) []byte {
 	if s.keep {
 		s.keepLocked(streams.Event{Pos: s.id.Pos, Data: out})
 	}
-	return out
+	at := s.id
+	return out, &at
+}
+
+// write relays a block (sealed, the event at; nil for a comment) to the
+// client, unless the gateway ended the client's stream (errEnded).
+func (s *stream) write(sw *sse.Writer, block []byte, at *session.EventID) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.ended {
+		return errEnded
+	}
+	err := sw.WriteEvent(block)
+	if err == nil && at != nil {
+		s.sent = *at
+	}
+	return err
+}
+
+// errEnded is the write of a stream whose client side the gateway ended.
+var errEnded = errors.New("the gateway ended the stream")
+
+// end writes the last event of a stream the gateway ends itself while its
+// client is there (SEP-1699, "SSE polling via server-side disconnect"):
+// the ID of the last event written to the client, so that its resume
+// replays nothing twice and misses nothing (events sealed but not written
+// yet are kept, and follow in the replay), and a retry field; no data. No
+// event goes to the client after it; the events of a kept stream go on to
+// the buffer, as when a client goes (clientGone).
+func (s *stream) end(sw *sse.Writer, retry time.Duration) {
+	s.wmu.Lock()
+	if !s.ended && !s.isGone() {
+		s.ended = true
+		_ = sw.WriteEvent(retryEvent(s.sealOf(&s.sent), retry))
+	}
+	s.wmu.Unlock()
+	s.clientGone()
 }
 
 // keepLocked adds an event to the stream's buffer.
