@@ -47,7 +47,13 @@ func startSharedPair(t testing.TB) *sharedPair {
 	b := startGatewayOn(t, specs, opts(), &syncBuffer{})
 	frontB := newFront(b)
 	t.Cleanup(frontB.Close)
-	toA, toB := mustParse(t, f.front.URL), mustParse(t, frontB.URL)
+	return &sharedPair{fleet: f, b: b, url: resumesTo(t, f.front.URL, frontB.URL)}
+}
+
+// resumesTo is a balancer in front of two gateways: every resume (a GET
+// with Last-Event-ID) goes to the one at b, everything else to a.
+func resumesTo(t testing.TB, a, b string) string {
+	toA, toB := mustParse(t, a), mustParse(t, b)
 	lb := httptest.NewServer(&httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			if r.In.Method == http.MethodGet && r.In.Header.Get(lastEventID) != "" {
@@ -59,7 +65,7 @@ func startSharedPair(t testing.TB) *sharedPair {
 		FlushInterval: -1,
 	})
 	t.Cleanup(lb.Close)
-	return &sharedPair{fleet: f, b: b, url: lb.URL}
+	return lb.URL
 }
 
 func mustParse(t testing.TB, s string) *url.URL {

@@ -189,9 +189,9 @@ func TestEventIDsSealed(t *testing.T) {
 }
 
 // TestResumeAtReplicaWithEventStore: against replicas that keep their own
-// events, a client cut mid-call resumes at its replica through the gateway
-// (with the replica's own event ID), gets every event once and in order,
-// and no 409: the gateway let go of the upstream stream at the cut.
+// events, a client cut mid-call through gateway A resumes at its replica
+// through gateway B (with the replica's own event ID), gets every event
+// once and in order, and no 409: A let go of the upstream stream at the cut.
 func TestResumeAtReplicaWithEventStore(t *testing.T) {
 	f := &fleet{logs: &syncBuffer{}}
 	var specs []upstream.Spec
@@ -204,16 +204,30 @@ func TestResumeAtReplicaWithEventStore(t *testing.T) {
 		f.servers = append(f.servers, s)
 		specs = append(specs, upstream.Spec{Name: name, URL: "http://" + addr + "/mcp"})
 	}
-	f.gw = startGatewayOn(t, specs, &Options{KeepAlive: 200 * time.Millisecond}, f.logs)
+	// Two gateways with one keyring and no shared buffer: the event ID
+	// alone names the replica and its own event ID, so the resume works
+	// through the gateway that never saw the stream.
+	keys := keyring(t, 1)
+	f.gw = startGatewayOn(t, specs, &Options{KeepAlive: 200 * time.Millisecond, Keyring: keys}, f.logs)
 	f.front = newFront(f.gw)
 	t.Cleanup(f.front.Close)
-	progress := sleepAcrossCut(t, f.front.URL)
+	logsB := &syncBuffer{}
+	b := startGatewayOn(t, specs, &Options{KeepAlive: 200 * time.Millisecond, Keyring: keys}, logsB)
+	frontB := newFront(b)
+	t.Cleanup(frontB.Close)
+	progress := sleepAcrossCut(t, resumesTo(t, f.front.URL, frontB.URL))
 	// Ticks at 0.1 s to 2.9 s come before the result; one at 3 s may.
 	progress.check(t, 29, 30)
-	if n := testutil.ToFloat64(f.gw.streamMetrics.resumes.WithLabelValues("replica")); n != 1 {
-		t.Errorf("%v resumes went to the replica, want 1", n)
+	for _, g := range []struct {
+		name string
+		gw   *Gateway
+		want float64
+	}{{"A", f.gw, 0}, {"B", b, 1}} {
+		if n := testutil.ToFloat64(g.gw.streamMetrics.resumes.WithLabelValues("replica")); n != g.want {
+			t.Errorf("gateway %s sent %v resumes to the replica, want %v", g.name, n, g.want)
+		}
 	}
-	if strings.Contains(f.logs.String(), `"status":409`) {
-		t.Errorf("a resume was refused 409:\n%s", f.logs.String())
+	if logs := f.logs.String() + logsB.String(); strings.Contains(logs, `"status":409`) {
+		t.Errorf("a resume was refused 409:\n%s", logs)
 	}
 }
