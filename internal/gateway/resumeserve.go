@@ -54,15 +54,18 @@ func (g *Gateway) openStream(w http.ResponseWriter, r *http.Request, q *request,
 		rec.reject(w, errBadEventID, nil)
 		return r, true
 	}
-	if !id.Standalone {
+	// An event that carries the replica's own ID resumes at the replica,
+	// whatever this gateway kept: the replica keeps every event of its
+	// stream, also when it ended the stream itself mid-call (SEP-1699's
+	// server-side disconnect), where the gateway's copy was let go with a
+	// client that stayed to the end.
+	if !id.Standalone && id.Upstream == "" {
 		cur, err := g.replayFrom(r.Context(), id)
 		switch {
 		case err == nil:
 			g.streamMetrics.resumes.WithLabelValues("replayed").Inc()
 			g.serveReplay(w, r, cur, rec)
 			return r, true
-		case errors.Is(err, streams.ErrUnknown) && id.Upstream != "":
-			// The replica keeps its own events: it replays them.
 		case errors.Is(err, streams.ErrGone):
 			g.streamMetrics.resumes.WithLabelValues("gone").Inc()
 			rec.reject(w, errStreamGone, nil)
@@ -99,7 +102,7 @@ func (g *Gateway) replayFrom(ctx context.Context, id session.EventID) (streams.C
 	deadline := time.Now().Add(handoffWait)
 	for {
 		cur, err = g.opts.Streams.Replay(ctx, key, id.Pos)
-		if !errors.Is(err, streams.ErrUnknown) || id.Upstream != "" || time.Now().After(deadline) {
+		if !errors.Is(err, streams.ErrUnknown) || time.Now().After(deadline) {
 			return cur, err
 		}
 		select {
