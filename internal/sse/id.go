@@ -12,8 +12,7 @@ import "bytes"
 func StripID(dst, block []byte) (out []byte, own string, hadOwn bool) {
 	for len(block) > 0 {
 		var line []byte
-		line, block, _ = bytes.Cut(block, []byte{'\n'})
-		line = bytes.TrimSuffix(line, []byte{'\r'})
+		line, block = cutLine(block)
 		if len(line) == 0 {
 			continue
 		}
@@ -44,11 +43,23 @@ func SetID(dst, block []byte, id string) (out []byte, own string, hadOwn bool) {
 func IsComment(block []byte) bool {
 	for len(block) > 0 {
 		var line []byte
-		line, block, _ = bytes.Cut(block, []byte{'\n'})
-		line = bytes.TrimSuffix(line, []byte{'\r'})
+		line, block = cutLine(block)
 		if len(line) > 0 && line[0] != ':' {
 			return false
 		}
 	}
 	return true
+}
+
+// cutLine splits off the first line of b as the SSE format reads lines:
+// ended by CRLF, LF or a lone CR (WHATWG HTML, "Server-sent events").
+func cutLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexAny(b, "\r\n")
+	if i < 0 {
+		return b, nil
+	}
+	if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
+		return b[:i], b[i+2:]
+	}
+	return b[:i], b[i+1:]
 }
