@@ -5,14 +5,15 @@ import "bytes"
 // StripID appends to dst the event block without its id lines and without
 // the blank line that ends it, so that a relay can end the event with an
 // "id: " line of its own and a blank line: every other line, comments
-// included, keeps its place, with LF line ends, and blank lines before the
+// included, keeps its place and its bytes, and blank lines before the
 // event (which dispatch nothing) go. It also returns the block's own ID, the
 // value of its last id line, if it had one; an id with a NUL is ignored, as
 // a client ignores it.
 func StripID(dst, block []byte) (out []byte, own string, hadOwn bool) {
 	for len(block) > 0 {
-		var line []byte
-		line, block = cutLine(block)
+		var raw []byte
+		raw, block, _ = bytes.Cut(block, []byte{'\n'})
+		line := bytes.TrimSuffix(raw, []byte{'\r'})
 		if len(line) == 0 {
 			continue
 		}
@@ -23,7 +24,9 @@ func StripID(dst, block []byte) (out []byte, own string, hadOwn bool) {
 			}
 			continue
 		}
-		dst = append(dst, line...)
+		// The line as it came, its CR included: a line of its own that
+		// ends in a second CR ("\r\r\n") must not become a blank line.
+		dst = append(dst, raw...)
 		dst = append(dst, '\n')
 	}
 	return dst, own, hadOwn
@@ -43,23 +46,11 @@ func SetID(dst, block []byte, id string) (out []byte, own string, hadOwn bool) {
 func IsComment(block []byte) bool {
 	for len(block) > 0 {
 		var line []byte
-		line, block = cutLine(block)
+		line, block, _ = bytes.Cut(block, []byte{'\n'})
+		line = bytes.TrimSuffix(line, []byte{'\r'})
 		if len(line) > 0 && line[0] != ':' {
 			return false
 		}
 	}
 	return true
-}
-
-// cutLine splits off the first line of b as the SSE format reads lines:
-// ended by CRLF, LF or a lone CR (WHATWG HTML, "Server-sent events").
-func cutLine(b []byte) (line, rest []byte) {
-	i := bytes.IndexAny(b, "\r\n")
-	if i < 0 {
-		return b, nil
-	}
-	if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
-		return b[:i], b[i+2:]
-	}
-	return b[:i], b[i+1:]
 }

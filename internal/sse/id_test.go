@@ -13,7 +13,8 @@ func TestSetID(t *testing.T) {
 		hadOwn           bool
 	}{
 		{"event: message\ndata: {}\n\n", "event: message\ndata: {}\nid: X\n\n", "", false},
-		{"id: 7\ndata: a\r\n\r\n", "data: a\nid: X\n\n", "7", true},
+		{"id: 7\ndata: a\r\n\r\n", "data: a\r\nid: X\n\n", "7", true},
+		{"data: a\r\r\n\n", "data: a\r\r\nid: X\n\n", "", false}, // "\r\r\n" is no blank line
 		{"\n\nid: 1\nretry: 500\nid: 2\ndata:\n\n", "retry: 500\ndata:\nid: X\n\n", "2", true},
 		{"id\ndata: b\n\n", "data: b\nid: X\n\n", "", true},
 		{"id: a\x00b\ndata: c\n\n", "data: c\nid: X\n\n", "", false},
