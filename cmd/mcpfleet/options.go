@@ -72,6 +72,7 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		IdempotencyLease:     time.Duration(c.IdempotencyLease),
 		IdempotencyTTL:       time.Duration(c.IdempotencyTTL),
 		HashMinLoad:          minLoad,
+		SharedSessions:       c.Sessions == config.SessionsShared,
 		KeepAlive:            keep,
 		MaxBodyBytes:         c.MaxBodyBytes,
 		MaxEventBytes:        c.MaxEventBytes,

@@ -19,6 +19,15 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// The values of Config.Sessions.
+const (
+	// SessionsPinned sends a session's requests to the replica that minted it.
+	SessionsPinned = "pinned"
+	// SessionsShared balances every request: the replicas share sessions
+	// (a shared session store, or stateless servers).
+	SessionsShared = "shared"
+)
+
 // Config is the gateway's configuration. docs/CONFIG.md documents every key;
 // Default gives every default.
 type Config struct {
@@ -49,6 +58,10 @@ type Config struct {
 	// HashMinLoad is the floor under the bound: a replica with fewer
 	// requests in flight keeps its callers; 0 means no floor.
 	HashMinLoad int64 `yaml:"hash_min_load"`
+	// Sessions is pinned (a 2025-11-25 session's requests go to the
+	// replica that minted it) or shared (the replicas share their
+	// sessions: each request is balanced like new work).
+	Sessions string `yaml:"sessions"`
 	// TrustedProxies may name the client in TrustedProxyHeader.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// TrustedProxyHeader is the header trusted proxies name the client in.
@@ -231,6 +244,7 @@ func Default() Config {
 		Balance:           "hash",
 		HashEpsilon:       balance.DefaultEpsilon,
 		HashMinLoad:       balance.DefaultMinLoad,
+		Sessions:          SessionsPinned,
 		KeepAlive:         Duration(15 * time.Second),
 		Retries:           balance.DefaultRetries,
 		MaxBodyBytes:      4 << 20,
@@ -335,6 +349,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HashMinLoad < 0 {
 		bad("hash_min_load", "must not be negative, got %d", c.HashMinLoad)
+	}
+	if c.Sessions != SessionsPinned && c.Sessions != SessionsShared {
+		bad("sessions", "must be pinned or shared, got %q", c.Sessions)
 	}
 	if _, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader); err != nil {
 		bad("trusted_proxies", "%v", err)

@@ -57,6 +57,7 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"header without proxies", base + "trusted_proxy_header: X-Forwarded-For\n", "trusted_proxies"},
 		{"bad proxy cidr", base + "trusted_proxies: [10.0.0.0/99]\ntrusted_proxy_header: X-Forwarded-For\n", "trusted_proxies"},
 		{"negative epsilon", base + "hash_epsilon: -1\n", "hash_epsilon"},
+		{"bad sessions", base + "sessions: sticky\n", "sessions"},
 		{"bad idempotency", base + "idempotency: disk\n", "idempotency"},
 		{"upstreams and discovery", base + "discovery: {dns_name: mcp.svc, port: 8080}\n", "discovery.dns_name"},
 		{"discovery without port", "discovery: {dns_name: mcp.svc}\n", "discovery.port"},

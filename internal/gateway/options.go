@@ -31,6 +31,11 @@ type Options struct {
 	// requests in flight never passes its callers on. 0 means 10; a
 	// negative value means no floor.
 	HashMinLoad int64
+	// SharedSessions says the replicas share their 2025-11-25 sessions (a
+	// shared session store, or stateless servers): a session's requests
+	// are balanced like new work instead of going to the replica that
+	// minted the session.
+	SharedSessions bool
 	// Proxies are the peers trusted to name the client in a header, for the
 	// address of callers without a credential; nil trusts nobody.
 	Proxies *identity.Proxies

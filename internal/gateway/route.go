@@ -43,6 +43,11 @@ func (g *Gateway) route(ctx context.Context, q *request) (target, *mcpmsg.Error)
 		g.metrics.sessionMisses.WithLabelValues(openReason(err)).Inc()
 		return target{}, errSessionNotFound
 	}
+	if g.opts.SharedSessions {
+		// Every replica knows the session: it goes where new work would.
+		q.upstreamSession = c.SessionID
+		return target{snap: snap}, nil
+	}
 	rep := snap.Lookup(c.Replica)
 	if rep == nil {
 		g.metrics.sessionMisses.WithLabelValues("replica_gone").Inc()
