@@ -84,12 +84,10 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, statusOf(err), errorBody(err))
 		return
 	}
-	select {
-	case h.runs <- struct{}{}:
-		defer func() { <-h.runs }()
-	case <-r.Context().Done():
+	if !h.acquire(r) {
 		return
 	}
+	defer h.release()
 	resp, err := simulate(req.Mission, s)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errorBody(err))
@@ -97,6 +95,20 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
+
+// acquire takes a token of h.runs, waiting for one; it reports false when
+// the request ends first.
+func (h *Handler) acquire(r *http.Request) bool {
+	select {
+	case h.runs <- struct{}{}:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// release gives back the token acquire took.
+func (h *Handler) release() { <-h.runs }
 
 // simulate runs s and, when mission is not zero, evaluates it there.
 func simulate(mission int, s sim.Scenario) (*RunResponse, error) {

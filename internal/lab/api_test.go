@@ -16,9 +16,15 @@ import (
 
 func post(t *testing.T, url, body string) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := http.Post(url+"/api/run", "application/json", strings.NewReader(body))
+	return postTo(t, url, "/api/run", strings.NewReader(body))
+}
+
+// postTo posts body to path on the lab at url and reads the answer.
+func postTo(t *testing.T, url, path string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Post(url+path, "application/json", body)
 	if err != nil {
-		t.Fatalf("POST /api/run: %v", err)
+		t.Fatalf("POST %s: %v", path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

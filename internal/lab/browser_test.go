@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,9 @@ type browser struct {
 	errs *consoleErrors
 	done chan struct{} // closed when the console reader ends
 	stop func()
+	// expected are console errors a test provokes on purpose (the
+	// browser logs a refused request); a message containing one passes.
+	expected []string
 }
 
 // newBrowser starts Chromium against a fresh lab server; close checks the
@@ -113,7 +117,9 @@ func (b *browser) close() {
 	b.stop()
 	<-b.done
 	for _, m := range b.errs.list() {
-		b.t.Errorf("browser console: %s", m)
+		if !slices.ContainsFunc(b.expected, func(e string) bool { return strings.Contains(m, e) }) {
+			b.t.Errorf("browser console: %s", m)
+		}
 	}
 }
 
@@ -371,5 +377,164 @@ func TestBrowserRunawayAgent(t *testing.T) {
 	story, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.getElementById("story").textContent`))
 	if err != nil || !strings.Contains(story, "runaway agent") {
 		t.Errorf("the story does not tell of the runaway agent (%v): %s", err, story)
+	}
+}
+
+// pageState is what loading a real run may change: the tiles, the
+// timeline's pixels and the run header.
+type pageState struct {
+	Tiles    string `json:"tiles"`
+	Timeline string `json:"timeline"`
+	Header   bool   `json:"header"`
+	Error    string `json:"error"`
+}
+
+func (b *browser) pageState() pageState {
+	b.t.Helper()
+	st, err := chromedp.Run(b.ctx, chromedp.Evaluate[pageState](`({
+		tiles: document.getElementById("tiles").innerHTML,
+		timeline: document.getElementById("timeline").toDataURL(),
+		header: !document.getElementById("real-run").hidden,
+		error: document.getElementById("real-error").hidden ? "" : document.getElementById("real-error").textContent,
+	})`))
+	if err != nil {
+		b.t.Fatalf("reading the page: %v", err)
+	}
+	return st
+}
+
+// upload puts file in the real-run input and waits until the page has
+// read it.
+func (b *browser) upload(what, file string) {
+	b.t.Helper()
+	before, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`window.labRealLoads`))
+	if err != nil {
+		b.t.Fatalf("%s: reading window.labRealLoads: %v", what, err)
+	}
+	b.do(what, chromedp.SetUploadFiles(chromedp.ID("real-file"), []string{file}))
+	expr := fmt.Sprintf("window.labRealLoads > %d", before)
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		b.t.Fatalf("waiting for the page to read %s: %v", what, err)
+	}
+}
+
+// TestBrowserRealRun loads a real run's JSON beside the simulated run: the
+// tiles show both values, the timeline draws the real series dashed, the
+// run header shows speed, fleet, era and the CPU verdict; a file that is
+// not a result shows an error and changes nothing else.
+func TestBrowserRealRun(t *testing.T) {
+	b := newBrowser(t)
+	defer b.close()
+	// Each refused file is a 400 from /api/validate, which the browser logs.
+	b.expected = []string{"status of 400 (Bad Request)"}
+	dir := t.TempDir()
+	write := func(name string, body []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	s := sim.Default()
+	want := sim.MustRun(s)
+	realJSON := realRunJSON(t, s, 7)
+	good := write("load.json", realJSON)
+	bad := write("bad.json", []byte(strings.Replace(string(realJSON), `"era":"2025"`, `"era":"2025","host":"ci"`, 1)))
+	wrapped := write("mission.json", []byte(`{"mission": 1, "goal_met": false, "result": `+string(realJSON)+`}`))
+
+	b.act("loading the page", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.ID("mission-1")))
+	label, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('label[for="real-file"]').textContent`))
+	if err != nil || label != "Load a real run (mcpfleet load --json)" {
+		t.Errorf("the file input's label is %q (%v)", label, err)
+	}
+
+	before := b.pageState()
+	b.upload("a file that is not a result", bad)
+	after := b.pageState()
+	if !strings.Contains(after.Error, "Not loaded") || !strings.Contains(after.Error, "host") {
+		t.Errorf("the error shown for an unknown member is %q, want it to name host", after.Error)
+	}
+	if after.Tiles != before.Tiles || after.Timeline != before.Timeline || after.Header {
+		t.Error("a file that is not a result changed the tiles, the timeline or the header")
+	}
+
+	b.upload("a real run", good)
+	loaded := b.pageState()
+	if loaded.Error != "" || !loaded.Header {
+		t.Errorf("after a real run: error %q, header shown %v; want no error and the header", loaded.Error, loaded.Header)
+	}
+	if loaded.Timeline == before.Timeline {
+		t.Error("the timeline did not change with the real run")
+	}
+	checkRealTiles(t, b, want, want)
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[map[string]string](`({
+		sim: document.getElementById("timeline").dataset.simSeries,
+		real: document.getElementById("timeline").dataset.realSeries,
+		legend: document.getElementById("timeline-legend").textContent,
+		desc: document.getElementById("real-desc").textContent,
+		cpu: document.getElementById("real-cpu").textContent,
+		latency: document.getElementById("latency-real").textContent,
+	})`))
+	if err != nil {
+		t.Fatalf("reading the charts: %v", err)
+	}
+	n := strconv.Itoa(s.Replicas)
+	if got["sim"] != n || got["real"] != n {
+		t.Errorf("timeline draws %s simulated and %s real series, want %s of each", got["sim"], got["real"], n)
+	}
+	for k, sub := range map[string]string{"legend": "dashed", "desc": "speed 20x", "cpu": "more replicas would help", "latency": "Real run"} {
+		if !strings.Contains(got[k], sub) {
+			t.Errorf("%s reads %q, want %q in it", k, got[k], sub)
+		}
+	}
+	if !strings.Contains(got["desc"], "era 2025") || !strings.Contains(got["desc"], "3 replicas started") {
+		t.Errorf("the run header reads %q, want the era and the fleet", got["desc"])
+	}
+
+	b.upload("a file that is not a result, over the real run", bad)
+	again := b.pageState()
+	if again.Error == "" || again.Tiles != loaded.Tiles || again.Timeline != loaded.Timeline || !again.Header {
+		t.Error("a file that is not a result changed the real run shown, or showed no error")
+	}
+
+	b.upload("a real run in its mission", wrapped)
+	desc, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.getElementById("real-desc").textContent`))
+	if err != nil || !strings.Contains(desc, "Mission 1: goal not met") || b.pageState().Error != "" {
+		t.Errorf("after the wrapped run the header reads %q (%v), want its mission", desc, err)
+	}
+
+	b.act("adding a replica with the real run loaded", chromedp.Focus(chromedp.ID("replicas")), chromedp.SendKeys(chromedp.ID("replicas"), kb.ArrowRight))
+	more := s
+	more.Replicas++
+	checkRealTiles(t, b, sim.MustRun(more), want)
+
+	b.do("clearing the real run", chromedp.Click(chromedp.ID("real-clear")))
+	if n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("#tiles .real-value").length`)); err != nil || n != 0 {
+		t.Errorf("after clearing, %d tiles show a real value (%v)", n, err)
+	}
+}
+
+// checkRealTiles checks that the tiles show the simulated figures of
+// simulated and the real run's: those of base, which realRunJSON made it
+// from, with 7 calls moved from completed to failed.
+func checkRealTiles(t *testing.T, b *browser, simulated, base *sim.Result) {
+	t.Helper()
+	real := map[string]int{"calls_issued": base.Issued, "completed": base.Completed - 7, "failed": base.Failed + 7}
+	sims := map[string]int{"calls_issued": simulated.Issued, "completed": simulated.Completed, "failed": simulated.Failed}
+	for key, r := range real {
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[map[string]string](fmt.Sprintf(`(() => {
+			const tile = document.querySelector('#tiles [data-figure="%s"]');
+			const rv = tile.querySelector(".real-value");
+			return {sim: tile.querySelector(".value").dataset.raw, real: rv ? rv.dataset.raw : "", text: tile.textContent};
+		})()`, key)))
+		if err != nil {
+			t.Fatalf("tile %s: %v", key, err)
+		}
+		if got["sim"] != strconv.Itoa(sims[key]) || got["real"] != strconv.Itoa(r) {
+			t.Errorf("tile %s holds sim %s, real %s; want %d and %d", key, got["sim"], got["real"], sims[key], r)
+		}
+		if !strings.Contains(got["text"], strconv.Itoa(sims[key])) || !strings.Contains(got["text"], strconv.Itoa(r)) {
+			t.Errorf("tile %s reads %q, want both values", key, got["text"])
+		}
 	}
 }

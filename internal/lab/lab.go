@@ -18,15 +18,16 @@ var static embed.FS
 
 // Options configure the lab's handler. A nil *Options means the defaults.
 type Options struct {
-	// MaxConcurrentRuns bounds simulations running at once; zero means one
-	// per CPU. A request beyond it waits for a free run.
+	// MaxConcurrentRuns bounds simulations (and checks of an uploaded
+	// result) running at once; zero means one per CPU. A request beyond it
+	// waits for a free run.
 	MaxConcurrentRuns int
 }
 
 // Handler is the lab: the page at / and the JSON API under /api/.
 type Handler struct {
 	mux  *http.ServeMux
-	runs chan struct{} // a token per simulation allowed to run at once
+	runs chan struct{} // a token per simulation or result check allowed to run at once
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -49,6 +50,11 @@ func New(opts *Options) *Handler {
 	h.mux.HandleFunc("GET /api/run", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
 		writeJSON(w, http.StatusMethodNotAllowed, apiError{Error: "POST a scenario to /api/run"})
+	})
+	h.mux.HandleFunc("POST /api/validate", h.validate)
+	h.mux.HandleFunc("GET /api/validate", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, apiError{Error: "POST a result to /api/validate"})
 	})
 	return h
 }

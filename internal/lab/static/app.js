@@ -45,12 +45,13 @@
 
   const state = {
     scenario: null, defaults: null, missions: [], selected: 0, active: 0,
-    result: null, pinned: null, pinnedResult: null,
+    result: null, pinned: null, pinnedResult: null, lastResp: null, real: null,
     changedAt: 0, inFlight: false, pending: false, runs: 0,
   };
   window.labRuns = 0;
   window.labIdle = false;
   window.lastRedrawMs = null;
+  window.labRealLoads = 0;
 
   function bestStars() {
     try { return JSON.parse(localStorage.getItem(STARS_KEY) || "{}") || {}; } catch (e) { return {}; }
@@ -160,13 +161,28 @@
   // ---- drawing ----
   function draw(resp) {
     const r = resp.result;
-    renderTiles($("tiles"), r);
+    state.lastResp = resp;
+    drawFigures();
     renderStory(r);
-    drawTimeline(r);
-    drawLatency(r);
     renderStars(resp.stars);
     renderCompare();
     renderAssumptions(r.assumptions);
+  }
+
+  // drawFigures draws what a real run overlays: the tiles and both charts.
+  function drawFigures() {
+    const r = state.result, real = state.real ? state.real.result : null;
+    renderTiles($("tiles"), r, real);
+    drawTimeline(r, real);
+    drawLatency(r, real);
+    window.mcpfleetReal.header(state.real);
+  }
+
+  const BAD = ["failed", "duplicate_mutations", "executions_killed", "idle_cuts", "not_found", "refused_others"];
+
+  function fmtReplicas(list) {
+    if (!list.length) return "—";
+    return list.map((x) => x.name + " " + (x.utilization * 100).toFixed(0) + "%/q" + x.longest_queue).join(" · ");
   }
 
   function fmt(v, kind) {
@@ -180,7 +196,9 @@
     }
   }
 
-  function renderTiles(box, r) {
+  // renderTiles draws one tile per figure of r and, given a real run, its
+  // value beside the simulated one (.real-value).
+  function renderTiles(box, r, real) {
     const frag = document.createDocumentFragment();
     for (const [key, label, kind] of FIGURES) {
       const tile = document.createElement("div");
@@ -192,15 +210,25 @@
       const v = document.createElement("div");
       v.className = "value";
       if (kind === "replicas") {
-        v.textContent = r.replicas.map((x) => x.name + " " + (x.utilization * 100).toFixed(0) + "%/q" + x.longest_queue).join(" · ");
+        v.textContent = fmtReplicas(r.replicas);
         v.dataset.raw = JSON.stringify(r.replicas);
         tile.classList.add("wide");
       } else {
         v.textContent = fmt(r[key], kind);
         v.dataset.raw = String(r[key]);
-        if (["failed", "duplicate_mutations", "executions_killed", "idle_cuts", "not_found", "refused_others"].includes(key) && r[key] > 0) tile.classList.add("bad");
+        if (BAD.includes(key) && r[key] > 0) tile.classList.add("bad");
       }
       tile.append(l, v);
+      if (real) {
+        const rv = document.createElement("div");
+        rv.className = "real-value";
+        rv.textContent = kind === "replicas" ? fmtReplicas(real.replicas) : fmt(real[key], kind);
+        rv.dataset.raw = kind === "replicas" ? JSON.stringify(real.replicas) : String(real[key]);
+        if (BAD.includes(key) && real[key] > 0) rv.classList.add("bad");
+        tile.classList.add("with-real");
+        tile.title = label + ": simulated / real";
+        tile.append(rv);
+      }
       frag.append(tile);
     }
     box.replaceChildren(frag);
@@ -280,13 +308,20 @@
     return { ctx, w, h };
   }
 
-  function drawTimeline(r) {
-    const { ctx, w, h } = setupCanvas($("timeline"));
-    const tl = r.timeline, n = tl.in_flight[0].length;
+  // seconds is the length of a timeline's series.
+  function seconds(tl) { return tl.in_flight.length ? tl.in_flight[0].length : tl.cuts.length; }
+
+  // drawTimeline draws r's in flight per replica and, given a real run, the
+  // real series dashed in the same colours on the same axes.
+  function drawTimeline(r, real) {
+    const canvas = $("timeline");
+    const { ctx, w, h } = setupCanvas(canvas);
+    const tl = r.timeline, rtl = real ? real.timeline : null;
+    const n = Math.max(seconds(tl), rtl ? seconds(rtl) : 0);
     const L = 36, R = 8, T = 8, strip = 16 * MARKS.length, B = 22 + strip;
     const ph = h - T - B;
     let ymax = 10;
-    for (const series of tl.in_flight) for (const v of series) if (v > ymax) ymax = v;
+    for (const series of tl.in_flight.concat(rtl ? rtl.in_flight : [])) for (const v of series) if (v > ymax) ymax = v;
     const x = (t) => L + (w - L - R) * t / Math.max(n, 1);
     const y = (v) => T + ph - ph * v / ymax;
     // deploy phases
@@ -307,14 +342,21 @@
     ctx.textAlign = "center";
     const step = n > 900 ? 300 : 60;
     for (let t = 0; t <= n; t += step) ctx.fillText(t + " s", x(t), h - 4);
-    // lines
-    tl.in_flight.forEach((series, i) => {
+    // lines: the simulated run solid, the real one dashed
+    const line = (series, i, dash) => {
       ctx.strokeStyle = COLORS[i % COLORS.length];
-      ctx.lineWidth = 1.2;
+      ctx.lineWidth = dash.length ? 1.6 : 1.2;
+      ctx.setLineDash(dash);
       ctx.beginPath();
       series.forEach((v, t) => (t ? ctx.lineTo(x(t), y(v)) : ctx.moveTo(x(t), y(v))));
       ctx.stroke();
-    });
+    };
+    tl.in_flight.forEach((series, i) => line(series, i, []));
+    if (rtl) rtl.in_flight.forEach((series, i) => line(series, i, [6, 4]));
+    ctx.setLineDash([]);
+    canvas.dataset.simSeries = String(tl.in_flight.length);
+    canvas.dataset.realSeries = String(rtl ? rtl.in_flight.length : 0);
+    canvas.setAttribute("aria-label", "In flight per replica over the run" + (rtl ? ", the real run dashed" : ""));
     // the end of the traffic: after it, calls still running finish
     ctx.strokeStyle = "#6b7280";
     ctx.setLineDash([4, 4]);
@@ -327,11 +369,17 @@
       ctx.textAlign = "right";
       ctx.font = "10px system-ui, sans-serif";
       ctx.fillText(STRIP[k], L - 4, yy + 9);
-      const series = tl[key] || [];
+      // with a real run, the upper half of the strip is simulated, the lower real
+      const bar = (series, top, height) => series.forEach((v, t) => { if (v > 0) ctx.fillRect(x(t), top, Math.max(1.5, x(t + 1) - x(t)), height); });
       ctx.fillStyle = color;
-      series.forEach((v, t) => { if (v > 0) ctx.fillRect(x(t), yy, Math.max(1.5, x(t + 1) - x(t)), 10); });
+      bar(tl[key] || [], yy, rtl ? 5 : 10);
+      if (rtl) {
+        ctx.globalAlpha = 0.55;
+        bar(rtl[key] || [], yy + 5, 5);
+        ctx.globalAlpha = 1;
+      }
     });
-    renderLegend(r);
+    renderLegend(r, real);
   }
 
   function legendItem(color, text) {
@@ -342,23 +390,27 @@
     return span;
   }
 
-  function renderLegend(r) {
+  function renderLegend(r, real) {
     const parts = [];
+    const sum = (tl, key) => (tl[key] || []).reduce((a, b) => a + b, 0);
     r.timeline.in_flight.forEach((_, i) => parts.push(legendItem(COLORS[i % COLORS.length], r.replicas[i].name + " in flight")));
+    if (real) parts.push(legendItem("repeating-linear-gradient(90deg, #374151 0 4px, transparent 4px 6px)", "real run: dashed, lower half of each strip"));
     if (r.scenario.deploy) {
       parts.push(legendItem("rgba(245,158,11,.4)", "draining"), legendItem("rgba(107,114,128,.5)", "rebooting"));
     }
     for (const [key, label, color] of MARKS) {
-      const total = (r.timeline[key] || []).reduce((a, b) => a + b, 0);
+      const total = sum(r.timeline, key) + (real ? " / " + sum(real.timeline, key) : "");
       parts.push(legendItem(color, label + " (" + total + ")"));
     }
     $("timeline-legend").replaceChildren(...parts);
   }
 
-  function drawLatency(r) {
+  // drawLatency places r's percentiles on a log axis and, given a real
+  // run, the real ones as dashed lines.
+  function drawLatency(r, real) {
     const { ctx, w, h } = setupCanvas($("latency"));
     const pts = [["p50", r.latency_p50_s], ["mean", r.latency_mean_s], ["p95", r.latency_p95_s], ["p99", r.latency_p99_s]];
-    const lo = 0.1, hi = Math.max(300, r.latency_p99_s * 1.2);
+    const lo = 0.1, hi = Math.max(300, r.latency_p99_s * 1.2, real ? real.latency_p99_s * 1.2 : 0);
     const L = 20, R = 20, yAxis = h - 30;
     const x = (v) => L + (w - L - R) * (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo));
     ctx.strokeStyle = "#9ca3af";
@@ -376,6 +428,16 @@
       const tw = ctx.measureText(text).width;
       ctx.fillText(text, Math.min(Math.max(x(v), L + tw / 2), w - R - tw / 2), i % 2 ? 26 : 12);
     });
+    const cap = $("latency-real");
+    cap.hidden = !real;
+    if (!real) return;
+    ctx.strokeStyle = "#92400e";
+    ctx.setLineDash([4, 3]);
+    for (const v of [real.latency_p50_s, real.latency_p95_s, real.latency_p99_s]) {
+      ctx.beginPath(); ctx.moveTo(x(v), 30); ctx.lineTo(x(v), yAxis); ctx.stroke();
+    }
+    ctx.setLineDash([]);
+    cap.textContent = `Real run (dashed): p50 ${real.latency_p50_s.toFixed(2)} s, mean ${real.latency_mean_s.toFixed(2)} s, p95 ${real.latency_p95_s.toFixed(2)} s, p99 ${real.latency_p99_s.toFixed(2)} s.`;
   }
 
   function renderStars(st) {
@@ -420,6 +482,31 @@
     const box = $("assumptions");
     if (box.childElementCount) return;
     box.replaceChildren(...list.map((a) => { const li = document.createElement("li"); li.textContent = a; return li; }));
+  }
+
+  // ---- a real run ----
+  // loadReal checks file (mcpfleet load --json) and draws it beside the
+  // simulated run; a file that is not a result changes nothing but the
+  // error shown.
+  async function loadReal(file) {
+    try {
+      const real = await window.mcpfleetReal.read(file, FIGURES);
+      state.real = real;
+      $("real-clear").disabled = false;
+      showRealError(null);
+      if (state.result) drawFigures();
+    } catch (e) {
+      showRealError(e);
+    } finally {
+      $("real-file").value = "";
+      window.labRealLoads++;
+    }
+  }
+
+  function showRealError(e) {
+    const box = $("real-error");
+    box.hidden = !e;
+    box.textContent = e ? "Not loaded: " + e.message : "";
   }
 
   // ---- missions ----
@@ -502,6 +589,13 @@
       $("unpin").disabled = true;
       renderCompare();
     });
+    $("real-file").addEventListener("change", (ev) => { if (ev.target.files.length) loadReal(ev.target.files[0]); });
+    $("real-clear").addEventListener("click", () => {
+      state.real = null;
+      $("real-clear").disabled = true;
+      showRealError(null);
+      if (state.result) drawFigures();
+    });
     $("load-mission").addEventListener("click", loadMission);
     $("leave-mission").addEventListener("click", () => {
       state.active = 0;
@@ -511,7 +605,10 @@
     let resize = 0;
     window.addEventListener("resize", () => {
       clearTimeout(resize);
-      resize = setTimeout(() => { if (state.result) { drawTimeline(state.result); drawLatency(state.result); } }, 100);
+      resize = setTimeout(() => {
+        const real = state.real ? state.real.result : null;
+        if (state.result) { drawTimeline(state.result, real); drawLatency(state.result, real); }
+      }, 100);
     });
   }
 
