@@ -26,6 +26,7 @@ commands:
   lbconfig     emit nginx or HAProxy configs that keep the fleet's rules
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
   chaos        a rolling restart under load on loopback: lost, killed and doubled calls
+  load         the simulator's traffic against a real fleet, beside the simulator's prediction and where the CPU went
   lab          the simulator as a web page with missions (http://127.0.0.1:8090)
   sim          simulate a fleet on virtual time with the gateway's own routing code; missions
 
@@ -59,6 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"probe":      runProbe,
 		"sim":        runSim,
 		"chaos":      runChaos,
+		"load":       runLoad,
 		"lab":        runLab,
 		"lbconfig":   runLbconfig,
 	}

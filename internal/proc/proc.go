@@ -36,7 +36,16 @@ type Process struct {
 // Start runs bin with args, its stdout and stderr kept together (the end
 // of them, see Output).
 func Start(name, bin string, args ...string) (*Process, error) {
+	return StartEnv(name, bin, nil, args...)
+}
+
+// StartEnv is Start with env (KEY=value) added to this process's
+// environment.
+func StartEnv(name, bin string, env []string, args ...string) (*Process, error) {
 	p := &Process{Name: name, cmd: exec.Command(bin, args...), out: &tail{}, exited: make(chan struct{})}
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -47,6 +56,9 @@ func Start(name, bin string, args ...string) (*Process, error) {
 	}()
 	return p, nil
 }
+
+// PID is the process's ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Exited is closed once the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }

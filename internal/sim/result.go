@@ -203,8 +203,12 @@ func (e *engine) finish() *Result {
 	return res
 }
 
-// latencies returns the p50, p95, p99 and mean of lat in seconds (nearest
-// rank); zeros when lat is empty. It sorts lat.
+// Latencies returns the p50, p95, p99 and mean of lat in seconds (nearest
+// rank, rounded to the millisecond), as a Result gives them; zeros when lat
+// is empty. It sorts lat.
+func Latencies(lat []time.Duration) (p50, p95, p99, mean float64) { return latencies(lat) }
+
+// latencies is Latencies.
 func latencies(lat []time.Duration) (p50, p95, p99, mean float64) {
 	if len(lat) == 0 {
 		return 0, 0, 0, 0

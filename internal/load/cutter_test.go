@@ -1,0 +1,63 @@
+package load
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCutterCutsSilentStreamsOnly: a stream silent for longer than the
+// idle timeout is cut and counted; one that speaks more often than that
+// runs to its end.
+func TestCutterCutsSilentStreamsOnly(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		every, _ := time.ParseDuration(r.URL.Query().Get("every"))
+		for range 6 {
+			_, _ = io.WriteString(w, "data: x\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(every):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		_, _ = io.WriteString(w, "data: end\n\n")
+	}))
+	defer backend.Close()
+	c, err := startCutter(backend.URL, 150*time.Millisecond, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+
+	get := func(every string) (string, error) {
+		resp, err := http.Get(c.url("/mcp?every=" + every))
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	body, err := get("20ms")
+	if err != nil || !strings.HasSuffix(body, "data: end\n\n") {
+		t.Fatalf("chatty stream: %q, %v; want it whole", body, err)
+	}
+	if n := c.count(); n != 0 {
+		t.Fatalf("cuts after a chatty stream = %d, want 0", n)
+	}
+	body, err = get("400ms")
+	if err == nil || strings.Contains(body, "end") {
+		t.Fatalf("silent stream: %q, %v; want it cut", body, err)
+	}
+	if n := c.count(); n != 1 {
+		t.Fatalf("cuts after a silent stream = %d, want 1", n)
+	}
+	if ts := c.times(); len(ts) != 1 || ts[0] <= 0 {
+		t.Fatalf("cut times = %v", ts)
+	}
+}
