@@ -19,10 +19,10 @@ import (
 // longer than idle, as nginx's proxy_read_timeout and a cloud balancer's
 // idle timeout do. It counts the streams it cut, and when.
 type cutter struct {
-	idle  time.Duration
-	srv   *http.Server
-	ln    net.Listener
-	t0    time.Time
+	idle    time.Duration
+	srv     *http.Server
+	ln      net.Listener
+	t0      time.Time
 	mu      sync.Mutex      // guards cutAt and pending
 	cutAt   []time.Duration // since t0, one per cut
 	pending map[string]int  // cuts not resumed yet, by the client's Authorization

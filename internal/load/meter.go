@@ -22,9 +22,9 @@ type meter struct {
 	// cut, when set, says whether a client had a stream cut that this
 	// resume picks up (the idle cutter's count); nil counts every new
 	// Last-Event-ID.
-	cut func(client string) bool
-	admissions  []int // tools/call POSTs answered 2xx, per client
-	runawayIn   []time.Duration
+	cut        func(client string) bool
+	admissions []int // tools/call POSTs answered 2xx, per client
+	runawayIn  []time.Duration
 }
 
 func newMeter(clients, runaway int, t0 time.Time) *meter {
