@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 )
@@ -18,20 +19,33 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	name := fs.String("name", "", "replica name, the text of whoami (default: the listen address)")
 	era := fs.String("era", "both", "protocol eras served on /mcp: both, 2025 or 2026")
 	drain := fs.Duration("drain-delay", 0, "after SIGTERM, how long /health answers draining while /mcp still serves")
+	grace := fs.Duration("grace", testserver.ShutdownGrace, "after the drain delay, how long calls in flight get to finish before the rest are killed (0: none)")
 	ledger := fs.String("ledger", "", "append one line per mutation (key, replica, time) to `file`; replicas may share one")
 	eventStore := fs.Bool("event-store", false, "keep the events of 2025-11-25 streams in memory, so that clients resume them here with Last-Event-ID")
 	cacheTTL := fs.Duration("cache-ttl", 0, "ttlMs cache hint (SEP-2549) on discover, list and resources/read results, whole milliseconds (default 0: stale at once)")
+	slots := fs.Int("slots", 0, "tool calls that run at once; the others wait, first come first served (0: no limit)")
+	keepAlive := fs.Duration("keepalive", 0, "write the SSE comment \": keepalive\" on a /mcp stream silent this long (0: never)")
+	stateless := fs.Bool("stateless", false, "serve 2025-11-25 requests with the SDK's stateless handler too: no sessions, any replica answers any request")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *drain < 0 {
 		return usageError{fmt.Errorf("-drain-delay: must not be negative")}
 	}
+	if *grace < 0 {
+		return usageError{fmt.Errorf("-grace: must not be negative")}
+	}
 	if *name == "" {
 		*name = *listen
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	opts := &testserver.Options{Era: *era, Logger: log, CacheTTL: *cacheTTL, EventStore: *eventStore}
+	opts := &testserver.Options{
+		Era: *era, Logger: log, CacheTTL: *cacheTTL, EventStore: *eventStore,
+		ShutdownGrace: *grace, Slots: *slots, KeepAlive: *keepAlive, Stateless: *stateless,
+	}
+	if *grace == 0 {
+		opts.ShutdownGrace = time.Nanosecond // Options reads 0 as the default grace; the flag's 0 is none
+	}
 	if *ledger != "" {
 		l, err := testserver.OpenLedger(*ledger)
 		if err != nil {
@@ -49,5 +63,9 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("listening: %w", err)
 	}
 	fmt.Fprintf(stdout, "mcpfleet testserver %s: serving MCP at http://%s/mcp\n", *name, ln.Addr())
-	return srv.Serve(ctx, ln, *drain)
+	err = srv.Serve(ctx, ln, *drain)
+	// One line a load generator can read, whatever Serve returned; stderr
+	// has it too, as the "test server stopped" log line.
+	fmt.Fprintf(stdout, "mcpfleet testserver %s: stopped, %d calls killed\n", *name, srv.Killed())
+	return err
 }

@@ -24,15 +24,23 @@ const (
 // connect. With only the stateless versions advertised, the SDK answers
 // initialize with 2025-11-25 and then rejects that version's header with 400,
 // so the legacy client fails to connect, as against a 2026-only server. Era
-// 2025 needs nothing: the stateful handler answers server/discover with the
-// legacy versions only, and a 2026 client falls back to initialize.
-func eraVersions(era string) []string {
-	if era != Era2026 {
-		return nil
+// 2025 needs nothing from the stateful handler: it answers server/discover
+// with the legacy versions only, and a 2026 client falls back to initialize.
+// Served stateless ([Options.Stateless]), era 2025 advertises the legacy
+// versions only, so that the stateless handler does not serve a 2026-07-28
+// request as one of its own.
+func eraVersions(era string, stateless bool) []string {
+	switch {
+	case era == Era2026:
+		return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool {
+			return v < statelessVersion
+		})
+	case era == Era2025 && stateless:
+		return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool {
+			return v >= statelessVersion
+		})
 	}
-	return slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool {
-		return v < statelessVersion
-	})
+	return nil
 }
 
 // mcpHandler returns the /mcp handler for the server's era.
@@ -65,11 +73,11 @@ func (s *Server) mcpHandler() http.Handler {
 		Logger:                       quiet(s.logger),
 		DisableLocalhostProtection:   true,
 	})
-	switch s.era {
-	case Era2025:
-		return stateful
-	case Era2026:
+	switch {
+	case s.stateless, s.era == Era2026:
 		return stateless
+	case s.era == Era2025:
+		return stateful
 	}
 	return eraDispatch{stateful: stateful, stateless: stateless}
 }

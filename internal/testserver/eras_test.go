@@ -82,7 +82,7 @@ func checkToolNames(t *testing.T, ctx context.Context, cs *mcp.ClientSession) {
 		got = append(got, tool.Name)
 	}
 	slices.Sort(got)
-	want := []string{"count", "echo", "fetch", "lookup", "mutate", "sleep", "whoami"}
+	want := []string{"burn", "count", "echo", "fetch", "lookup", "mutate", "sleep", "whoami"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools/list names (-want +got):\n%s", diff)
 	}

@@ -41,8 +41,8 @@ func get(t *testing.T, method, url string) healthReply {
 }
 
 var (
-	healthOK       = healthReply{http.StatusOK, "application/json", "no-store", "{\"status\":\"ok\"}\n"}
-	healthDraining = healthReply{http.StatusServiceUnavailable, "application/json", "no-store", "{\"status\":\"draining\"}\n"}
+	healthOK       = healthReply{http.StatusOK, "application/json", "no-store", "{\"status\":\"ok\",\"running\":0,\"queued\":0}\n"}
+	healthDraining = healthReply{http.StatusServiceUnavailable, "application/json", "no-store", "{\"status\":\"draining\",\"running\":0,\"queued\":0}\n"}
 )
 
 // TestHealthTurnsDraining checks /health before and after SetDraining.

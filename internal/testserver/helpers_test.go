@@ -161,7 +161,32 @@ func rawCall(t *testing.T, ctx context.Context, base, method string, params map[
 		"io.modelcontextprotocol/protocolVersion":    modernVersion,
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	h := http.Header{}
+	h.Set(headerProtocolVersion, modernVersion)
+	h.Set("Mcp-Method", method)
+	if name, ok := params["name"].(string); ok {
+		h.Set("Mcp-Name", name)
+	} else if uri, ok := params["uri"].(string); ok {
+		h.Set("Mcp-Name", uri)
+	}
+	if auth != "" {
+		h.Set("Authorization", auth)
+	}
+	resp := postMCP(t, ctx, base, map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, h)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer to %s: %v", method, err)
+	}
+	return rpcResult(t, method, raw), string(raw)
+}
+
+// postMCP posts msg to /mcp at base as a client of Streamable HTTP does,
+// with the headers h besides, and returns the response, whose body the
+// caller closes.
+func postMCP(t *testing.T, ctx context.Context, base string, msg map[string]any, h http.Header) *http.Response {
+	t.Helper()
+	body, err := json.Marshal(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,28 +194,14 @@ func rawCall(t *testing.T, ctx context.Context, base, method string, params map[
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header = h.Clone()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerProtocolVersion, modernVersion)
-	req.Header.Set("Mcp-Method", method)
-	if name, ok := params["name"].(string); ok {
-		req.Header.Set("Mcp-Name", name)
-	} else if uri, ok := params["uri"].(string); ok {
-		req.Header.Set("Mcp-Name", uri)
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("posting %s: %v", method, err)
+		t.Fatalf("posting %v: %v", msg["method"], err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading the answer to %s: %v", method, err)
-	}
-	return rpcResult(t, method, raw), string(raw)
+	return resp
 }
 
 // rpcResult returns the result of the JSON-RPC response in raw, a JSON body

@@ -14,8 +14,10 @@ import (
 // Draining has three steps. First /health answers 503 {"status":"draining"}
 // while /mcp still serves for drainDelay, so balancers stop sending new work.
 // Then Serve stops accepting connections and gives calls in flight up to the
-// shutdown grace ([Options.ShutdownGrace]) to finish. Last it closes the MCP
-// sessions, which ends open GET streams, and returns.
+// shutdown grace ([Options.ShutdownGrace]) to finish; when it runs out,
+// calls waiting for a slot never start, and the calls still running are
+// ended and counted ([Server.Killed]). Last it closes the MCP sessions,
+// which ends open GET streams, and returns.
 //
 // Serve returns nil after a graceful drain; an error if serving failed, or if
 // the grace ran out and calls were cut off. Call Serve at most once: a server
@@ -46,7 +48,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drainDelay time.Dur
 	case <-delay.C:
 	}
 	err := s.shutdown(srv, &fresh, served)
-	s.logger.Info("test server stopped", "name", s.name)
+	s.logger.Info("test server stopped", "name", s.name, "killed", s.Killed())
 	return err
 }
 
@@ -65,7 +67,10 @@ func (s *Server) shutdown(srv *http.Server, fresh *idleNew, served <-chan error)
 
 	s.inflight.wait(ctx)
 	if ctx.Err() != nil {
-		s.stop() // the grace ran out: end the calls left
+		// The grace ran out: no call starts any more, and the calls left
+		// are ended; those running now are the ones killed.
+		s.killed.Store(int64(s.slots.close()))
+		s.stop()
 	}
 	// Closing a session waits for its calls, so they must be over first.
 	for ss := range s.mcp.Sessions() {

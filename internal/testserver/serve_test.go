@@ -105,11 +105,13 @@ func TestServeDrains(t *testing.T) {
 		t.Errorf("/health while serving (-want +got):\n%s", diff)
 	}
 	slept := callAsync(legacy, "sleep", map[string]any{"seconds": 0.8})
-	waitInflight(t, sv.s)
+	waitLoad(t, sv.s, 1, 0)
 
 	sv.stop()
 	stopped := time.Now()
-	if diff := cmp.Diff(healthDraining, get(t, http.MethodGet, sv.base+"/health")); diff != "" {
+	drainingBusy := healthDraining
+	drainingBusy.Body = "{\"status\":\"draining\",\"running\":1,\"queued\":0}\n" // the sleep
+	if diff := cmp.Diff(drainingBusy, get(t, http.MethodGet, sv.base+"/health")); diff != "" {
 		t.Errorf("/health while draining (-want +got):\n%s", diff)
 	}
 	for _, cs := range []*mcp.ClientSession{legacy, modern} {
@@ -183,5 +185,32 @@ func TestServeGraceCutsOff(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("sleep call did not end after shutdown")
+	}
+}
+
+// TestServeGraceCountsKilled checks the kill count when the grace runs out:
+// the call running is killed and counted, the one waiting for its slot is
+// ended but not counted, and the stopped log line says so.
+func TestServeGraceCountsKilled(t *testing.T) {
+	sv := startServe(t, &Options{ShutdownGrace: 200 * time.Millisecond, Slots: 1}, 0)
+	cs := connect(t, t.Context(), sv.base, legacyVersion, nil)
+	running := callAsync(cs, "sleep", map[string]any{"seconds": 10})
+	queued := callAsync(cs, "sleep", map[string]any{"seconds": 10})
+	waitLoad(t, sv.s, 1, 1)
+
+	sv.stop()
+	if err := <-sv.served; err == nil {
+		t.Error("Serve = nil, want the grace's error")
+	}
+	if got := sv.s.Killed(); got != 1 {
+		t.Errorf("Killed = %d, want 1", got)
+	}
+	for name, done := range map[string]<-chan error{"running": running, "queued": queued} {
+		if err := <-done; err == nil {
+			t.Errorf("the %s sleep succeeded", name)
+		}
+	}
+	if log := sv.log.String(); !strings.Contains(log, `msg="test server stopped" name=replica-k killed=1`) {
+		t.Errorf("no stopped line with killed=1 in the log:\n%s", log)
 	}
 }

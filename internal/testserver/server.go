@@ -78,6 +78,29 @@ type Options struct {
 	// False means no store: events carry no ID and streams cannot be
 	// resumed here.
 	EventStore bool
+
+	// Slots, when positive, is how many tool calls (tools/call of any tool)
+	// run at once, the fleet lab's execution slots. The others wait, first
+	// come first served; a waiting call whose request is cancelled leaves
+	// the queue without running. Zero means no limit. /health reports the
+	// calls running and waiting either way.
+	Slots int
+
+	// KeepAlive, when positive, is how long an SSE response of /mcp (a POST
+	// stream or a GET stream, in either era) may stay silent before the
+	// server writes the comment ": keepalive", never inside an event. Zero
+	// means no keep-alives.
+	KeepAlive time.Duration
+
+	// Stateless serves every /mcp request with the SDK's stateless handler,
+	// 2025-11-25 requests included: each request is handled on its own,
+	// initialize mints no session ID, an Mcp-Session-Id header is ignored,
+	// and GET and DELETE answer 405. Any replica so answers any request,
+	// which stands for a fleet whose sessions live in a shared store. A
+	// call, of either era, is cancelled when its POST closes. False means
+	// 2025-11-25 sessions live in this replica. It changes nothing with
+	// [Era2026].
+	Stateless bool
 }
 
 // Validate reports whether o is usable. A nil o is valid.
@@ -93,6 +116,12 @@ func (o *Options) Validate() error {
 	if o.ShutdownGrace < 0 {
 		return fmt.Errorf("validating options: negative shutdown grace %v", o.ShutdownGrace)
 	}
+	if o.Slots < 0 {
+		return fmt.Errorf("validating options: negative slots %d", o.Slots)
+	}
+	if o.KeepAlive < 0 {
+		return fmt.Errorf("validating options: negative keep-alive %v", o.KeepAlive)
+	}
 	if o.CacheTTL < 0 || o.CacheTTL%time.Millisecond != 0 {
 		return fmt.Errorf("validating options: cache TTL %v is not a non-negative whole number of milliseconds", o.CacheTTL)
 	}
@@ -100,7 +129,7 @@ func (o *Options) Validate() error {
 }
 
 // Server is one test replica: an MCP server with the whoami, echo, sleep,
-// mutate, count, lookup and fetch tools, the mcpfleet://catalog and
+// burn, mutate, count, lookup and fetch tools, the mcpfleet://catalog and
 // mcpfleet://profile resources, the mcpfleet://item/{id} resource template
 // and the greet prompt, plus a health endpoint. Its methods are safe for
 // concurrent use.
@@ -129,6 +158,11 @@ type Server struct {
 	calls   *Gauge // nil: not counted
 
 	eventStore bool // 2025-11-25 streams keep their events (Options.EventStore)
+	stateless  bool // every request goes to the stateless handler (Options.Stateless)
+
+	slots    slots        // admits and counts the tool calls running
+	requests *requests    // nil: neither keep-alives nor stateless
+	killed   atomic.Int64 // tool calls running when the shutdown grace ran out
 }
 
 // New returns a Server called name, which whoami reports and which must not
@@ -164,10 +198,15 @@ func New(name string, opts *Options) (*Server, error) {
 		calls:   o.Calls,
 
 		eventStore: o.EventStore,
+		stateless:  o.Stateless,
+		slots:      slots{n: o.Slots},
+	}
+	if o.KeepAlive > 0 || o.Stateless {
+		s.requests = &requests{keepAlive: o.KeepAlive}
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{
 		Logger:                    quiet(o.Logger),
-		SupportedProtocolVersions: eraVersions(o.Era),
+		SupportedProtocolVersions: eraVersions(o.Era, o.Stateless),
 		SetCacheable:              cacheTTL(o.CacheTTL),
 	})
 	s.stopped, s.stop = context.WithCancel(context.Background())
@@ -197,7 +236,15 @@ func (s *Server) Count(key string) int {
 	return s.counts[key]
 }
 
-// increment records one mutation of key.
+// Load returns how many tool calls run on this replica now and how many
+// wait for a slot ([Options.Slots]).
+func (s *Server) Load() (running, queued int) { return s.slots.load() }
+
+// Killed returns how many tool calls were still running when the shutdown
+// grace ran out, and were ended; calls waiting for a slot then are not
+// counted. It is 0 until [Server.Serve] has given up waiting.
+func (s *Server) Killed() int { return int(s.killed.Load()) }
+
 // increment applies one mutation of key. With op (the call's idempotency
 // key) it applies at most once per (key, op): in this replica's memory, and
 // across the fleet and restarts when the ledger is a shared *Ledger. It
@@ -234,17 +281,40 @@ func (s *Server) increment(key, op string) bool {
 }
 
 // stoppable is MCP middleware that ends the handler's context when s.stop
-// is called, and counts the requests and tool calls in s.calls.
+// is called, or, served stateless, when its HTTP request ends; counts the
+// requests and tool calls in s.calls; arms the keep-alives of the request's
+// stream; and runs each tool call in a slot.
 func (s *Server) stoppable(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		unhook := context.AfterFunc(s.stopped, func() { cancel(errStopped) })
 		defer unhook()
+		if hr := s.requests.of(req); hr != nil {
+			if hr.w != nil {
+				hr.w.arm()
+			}
+			if s.stateless {
+				// The SDK cancels a 2026-07-28 call when its POST closes
+				// (PropagateRequestCancellation), not a 2025-11-25 one:
+				// its notifications/cancelled arrives on another request,
+				// where no session links the two. Do it for both.
+				unlink := context.AfterFunc(hr.ctx, func() { cancel(context.Cause(hr.ctx)) })
+				defer unlink()
+			}
+		}
 		if s.calls != nil && !strings.HasPrefix(method, "notifications/") {
 			s.calls.handled(method, readURI(req))
 		}
-		if call, ok := req.(*mcp.CallToolRequest); ok && s.calls != nil && call.Params != nil {
+		call, ok := req.(*mcp.CallToolRequest)
+		if !ok {
+			return next(ctx, method, req)
+		}
+		if err := s.slots.acquire(ctx); err != nil {
+			return nil, fmt.Errorf("waiting for a slot: %w", err)
+		}
+		defer s.slots.release()
+		if s.calls != nil && call.Params != nil {
 			s.calls.enter(call.Params.Name)
 			defer s.calls.leave(call.Params.Name)
 		}
@@ -255,7 +325,11 @@ func (s *Server) stoppable(next mcp.MethodHandler) mcp.MethodHandler {
 // routes builds the handler behind [Server.Handler].
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.inflight.track(s.mcpHandler()))
+	h := s.mcpHandler()
+	if s.requests != nil {
+		h = s.requests.wrap(h)
+	}
+	mux.Handle("/mcp", s.inflight.track(h))
 	mux.HandleFunc("/health", s.serveHealth)
 	return mux
 }

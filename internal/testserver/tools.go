@@ -60,6 +60,7 @@ func (s *Server) addTools() {
 		Description: "Sleeps for seconds, reporting progress every progress_every seconds when the call has a progress token.",
 		Annotations: readOnly(),
 	}, s.sleep)
+	s.addBurn()
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "mutate",
 		Description: "Runs for seconds and increments the counter key at fraction at of its run; cancelled before then, it changes nothing.",

@@ -99,7 +99,7 @@ func TestToolAnnotations(t *testing.T) {
 		got[tool.Name] = tool.Annotations != nil && tool.Annotations.ReadOnlyHint
 	}
 	want := map[string]bool{
-		"whoami": true, "echo": true, "sleep": true, "count": true, "lookup": true,
+		"whoami": true, "echo": true, "sleep": true, "burn": true, "count": true, "lookup": true,
 		"mutate": false, "fetch": false,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
