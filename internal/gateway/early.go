@@ -45,7 +45,7 @@ func (g *Gateway) forwardAwait(ctx context.Context, w http.ResponseWriter, r *ht
 		resp, rep, err := g.send(ctx, r, q, t, rec)
 		return sent{resp: resp, rep: rep, err: err}, nil
 	}
-	o := &earlyOpener{g: g, w: w, rec: rec}
+	o := &earlyOpener{g: g, w: w, r: r, rec: rec}
 	timer := time.AfterFunc(g.opts.KeepAlive, o.open)
 	resp, rep, err := g.send(ctx, r, q, t, rec)
 	timer.Stop()
@@ -58,6 +58,7 @@ func (g *Gateway) forwardAwait(ctx context.Context, w http.ResponseWriter, r *ht
 type earlyOpener struct {
 	g       *Gateway
 	w       http.ResponseWriter
+	r       *http.Request
 	rec     *record
 	mu      sync.Mutex
 	settled bool
@@ -81,6 +82,9 @@ func (o *earlyOpener) open() {
 	o.g.metrics.streams.Inc()
 	o.sw.KeepAlive() // the silence so far was one interval long
 	o.rec.tap.prime(o.sw)
+	// The client may go before the replica's first event: its stream is
+	// kept from now (a resume from the priming event).
+	o.rec.tap.watch(o.r.Context())
 }
 
 // settle stops any later opening and returns the stream if one was opened.

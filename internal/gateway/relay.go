@@ -95,11 +95,7 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 	drain := q.era == mcpmsg.EraLegacy && r.Method == http.MethodPost
 	tap := rec.tap
 	if tap != nil {
-		// A client whose connection closes is gone now, not at the next
-		// event: its stream moves to the buffer (or its replica is let go
-		// of) before the client comes back to resume it.
-		stop := context.AfterFunc(r.Context(), tap.clientGone)
-		defer stop()
+		tap.watch(r.Context())
 		defer tap.done()
 		defer g.endOnShutdown(sw, r, tap)()
 	}

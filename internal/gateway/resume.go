@@ -46,6 +46,8 @@ type stream struct {
 	shared bool // the events now go to g.opts.Streams
 	// cancelUpstream ends the upstream request; set once forwarded.
 	cancelUpstream func()
+	// unwatch stops watching the client's context (watch); nil until then.
+	unwatch func() bool
 
 	wmu   sync.Mutex      // guards the writes of pump and end to the client, and the two below
 	sent  session.EventID // the last event written to the client (at first, where the stream starts)
@@ -215,6 +217,23 @@ func (s *stream) isGone() bool {
 	return s.gone
 }
 
+// watch calls clientGone as soon as ctx, the client's request context,
+// ends: a client whose connection closes is gone now, not at the next
+// event, so that its stream moves to the buffer (or its replica is let go
+// of) before the client comes back to resume it. It is called when the
+// client's stream opens (the gateway's early stream, or the relay of the
+// replica's), and done stops it.
+func (s *stream) watch(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keep && s.unwatch == nil {
+		s.unwatch = context.AfterFunc(ctx, s.clientGone)
+	}
+}
+
 // clientGone notes that the client went away (a failed write, or its
 // connection closed). A replica that keeps its own events is let go of at
 // once, so that it serves the resume; otherwise the events kept so far
@@ -244,12 +263,13 @@ func (s *stream) clientGone() {
 	}
 	s.shared = true
 	s.g.recent.Discard(s.key)
-	if len(kept) > 0 {
-		ctx, cancel := context.WithTimeout(s.g.base, 2*time.Second)
-		defer cancel()
-		if err := s.g.opts.Streams.Append(ctx, s.key, kept...); err != nil {
-			s.g.streamMetrics.storeErrors.Inc()
-		}
+	// Even with nothing kept (a client gone after the priming event, before
+	// the call's first event) the stream goes to the shared buffer now, so
+	// that a resume through another gateway finds it rather than a 410.
+	ctx, cancel := context.WithTimeout(s.g.base, 2*time.Second)
+	defer cancel()
+	if err := s.g.opts.Streams.Append(ctx, s.key, kept...); err != nil {
+		s.g.streamMetrics.storeErrors.Inc()
 	}
 }
 
@@ -263,10 +283,14 @@ func (s *stream) done() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.unwatch != nil {
+		s.unwatch()
+	}
 	switch {
 	case !s.keep:
 	case !s.gone:
 		s.g.recent.Discard(s.key)
+		s.keep = false // a client going now has had every event
 	case s.shared:
 		ctx, cancel := context.WithTimeout(s.g.base, 2*time.Second)
 		defer cancel()

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -126,6 +127,45 @@ func TestResumeMutateRunsOnceThroughAnotherGateway(t *testing.T) {
 	got := p.callAcrossCut(t, 500*time.Millisecond, "mutate", map[string]any{"key": "k", "seconds": 2, "at": 0.8}, nil)
 	if !strings.HasPrefix(got, "mutated k") {
 		t.Fatalf("result %q", got)
+	}
+	if n := p.count("k"); n != 1 {
+		t.Errorf("mutate ran %d times, want 1", n)
+	}
+	p.replayedByB(t)
+}
+
+// TestResumeFromPrimingThroughAnotherGateway: a client that drops its
+// stream right after the gateway's priming event, and resumes through B at
+// once, before the call has sent anything, finds the stream in the shared
+// buffer (A put it there, empty, when its client went) rather than a 410,
+// and gets the result; the mutate ran once.
+func TestResumeFromPrimingThroughAnotherGateway(t *testing.T) {
+	p := startSharedPair(t)
+	r := newRaw(t, p.url+"/mcp", "2025-11-25")
+	r.initialize()
+	resp := r.post(context.Background(), 2, "tools/call", map[string]any{
+		"name": "mutate", "arguments": map[string]any{"key": "k", "seconds": 3, "at": 0.3},
+	}, nil)
+	var priming string
+	for l := range lines(resp.Body) {
+		if id, ok := strings.CutPrefix(l, "id: "); ok {
+			priming = id
+			break
+		}
+	}
+	resp.Body.Close() // the client goes before the call's only event
+	if priming == "" {
+		t.Fatal("no priming event")
+	}
+	var result string
+	for l := range r.get(t, priming) {
+		if strings.Contains(l, `"mutated k`) {
+			result = l
+			break
+		}
+	}
+	if result == "" {
+		t.Fatal("the resumed stream ended without the result")
 	}
 	if n := p.count("k"); n != 1 {
 		t.Errorf("mutate ran %d times, want 1", n)
