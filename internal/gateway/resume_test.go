@@ -193,7 +193,31 @@ func TestEventIDsSealed(t *testing.T) {
 // through gateway B (with the replica's own event ID), gets every event
 // once and in order, and no 409: A let go of the upstream stream at the cut.
 func TestResumeAtReplicaWithEventStore(t *testing.T) {
-	f := &fleet{logs: &syncBuffer{}}
+	f, b, logsB, url := startEventStorePair(t)
+	progress := sleepAcrossCut(t, url)
+	// Ticks at 0.1 s to 2.9 s come before the result; one at 3 s may.
+	progress.check(t, 29, 30)
+	for _, g := range []struct {
+		name string
+		gw   *Gateway
+		want float64
+	}{{"A", f.gw, 0}, {"B", b, 1}} {
+		if n := testutil.ToFloat64(g.gw.streamMetrics.resumes.WithLabelValues("replica")); n != g.want {
+			t.Errorf("gateway %s sent %v resumes to the replica, want %v", g.name, n, g.want)
+		}
+	}
+	if logs := f.logs.String() + logsB.String(); strings.Contains(logs, `"status":409`) {
+		t.Errorf("a resume was refused 409:\n%s", logs)
+	}
+}
+
+// startEventStorePair starts two testserver replicas that keep their own
+// events and two gateways in front of them with one keyring and no shared
+// buffer (the fleet holds A), and returns B, its logs and a balancer that
+// sends every resume to B.
+func startEventStorePair(t *testing.T) (f *fleet, b *Gateway, logsB *syncBuffer, url string) {
+	t.Helper()
+	f = &fleet{logs: &syncBuffer{}}
 	var specs []upstream.Spec
 	for _, name := range []string{"replica-a", "replica-b"} {
 		s, err := testserver.New(name, &testserver.Options{Era: testserver.Era2025, EventStore: true})
@@ -211,23 +235,59 @@ func TestResumeAtReplicaWithEventStore(t *testing.T) {
 	f.gw = startGatewayOn(t, specs, &Options{KeepAlive: 200 * time.Millisecond, Keyring: keys}, f.logs)
 	f.front = newFront(f.gw)
 	t.Cleanup(f.front.Close)
-	logsB := &syncBuffer{}
-	b := startGatewayOn(t, specs, &Options{KeepAlive: 200 * time.Millisecond, Keyring: keys}, logsB)
+	logsB = &syncBuffer{}
+	b = startGatewayOn(t, specs, &Options{KeepAlive: 200 * time.Millisecond, Keyring: keys}, logsB)
 	frontB := newFront(b)
 	t.Cleanup(frontB.Close)
-	progress := sleepAcrossCut(t, resumesTo(t, f.front.URL, frontB.URL))
-	// Ticks at 0.1 s to 2.9 s come before the result; one at 3 s may.
-	progress.check(t, 29, 30)
-	for _, g := range []struct {
-		name string
-		gw   *Gateway
-		want float64
-	}{{"A", f.gw, 0}, {"B", b, 1}} {
-		if n := testutil.ToFloat64(g.gw.streamMetrics.resumes.WithLabelValues("replica")); n != g.want {
-			t.Errorf("gateway %s sent %v resumes to the replica, want %v", g.name, n, g.want)
+	return f, b, logsB, resumesTo(t, f.front.URL, frontB.URL)
+}
+
+// TestResumeAtReplicaAtOnce: a client that resumes the moment it dropped
+// its stream (no reconnection delay) may reach the replica before the
+// replica has seen gateway A close the upstream stream, and the replica
+// refuses a resume of a stream still open (409 in the Go SDK); gateway B
+// asks again for a moment rather than pass the 409 on. Five rounds, as
+// the race is not lost every time.
+func TestResumeAtReplicaAtOnce(t *testing.T) {
+	_, _, _, url := startEventStorePair(t)
+	for round := range 5 {
+		r := newRaw(t, url+"/mcp", "2025-11-25")
+		r.initialize()
+		resp := r.post(context.Background(), 2, "tools/call", map[string]any{
+			"name": "sleep", "arguments": map[string]any{"seconds": 0.6, "progress_every": 0.05}, "_meta": map[string]any{"progressToken": "p"},
+		}, nil)
+		var last string
+		for l, n := range countedIDs(lines(resp.Body)) {
+			last = l
+			if n == 4 {
+				break
+			}
+		}
+		resp.Body.Close()
+		got := false
+		for l := range r.get(t, last) { // fails the test on a 409
+			if strings.Contains(l, `"slept 0.6s`) {
+				got = true
+				break
+			}
+		}
+		if !got {
+			t.Fatalf("round %d: the resumed stream ended without the result", round)
 		}
 	}
-	if logs := f.logs.String() + logsB.String(); strings.Contains(logs, `"status":409`) {
-		t.Errorf("a resume was refused 409:\n%s", logs)
+}
+
+// countedIDs yields the event IDs among a stream's lines, and how many so far.
+func countedIDs(lines <-chan string) func(func(string, int) bool) {
+	return func(yield func(string, int) bool) {
+		n := 0
+		for l := range lines {
+			if id, ok := strings.CutPrefix(l, "id: "); ok {
+				n++
+				if !yield(id, n) {
+					return
+				}
+			}
+		}
 	}
 }

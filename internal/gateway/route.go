@@ -95,7 +95,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 			rep = t.snap.At(idx)
 		}
 		rec.replica, rec.attempts = rep.Name(), rec.attempts+1
-		resp, outcome, err := g.attempt(ctx, r, q, rep)
+		resp, outcome, err := g.attemptResume(ctx, r, q, rep)
 		if err == nil {
 			return resp, rep, nil
 		}
@@ -114,6 +114,37 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 		g.metrics.retries.WithLabelValues(outcomeName(outcome)).Inc()
 		tried = append(tried, idx)
 		in.Seq++
+	}
+}
+
+// resumeConflictWait bounds how long a resume at the replica is asked again
+// while the replica refuses it with 409 because the stream it names is
+// still open there (the Go SDK: "stream ID conflicts with ongoing stream").
+// The gateway that relayed the stream closed it when its client went, and
+// the replica sees that a moment later; a client that resumes at once
+// would otherwise be refused.
+const resumeConflictWait = time.Second
+
+// attemptResume is attempt, except that a resume (a GET with Last-Event-ID,
+// which has no effect to repeat) answered 409 is sent again after 20 ms,
+// 40 ms, ... for up to resumeConflictWait; then the 409 is the answer.
+func (g *Gateway) attemptResume(ctx context.Context, r *http.Request, q *request, rep *upstream.Replica) (*http.Response, balance.Outcome, error) {
+	resumes := r.Method == http.MethodGet && r.Header.Get(lastEventID) != ""
+	deadline := time.Now().Add(resumeConflictWait)
+	for delay := 20 * time.Millisecond; ; delay *= 2 {
+		resp, outcome, err := g.attempt(ctx, r, q, rep)
+		if !resumes || err != nil || resp.StatusCode != http.StatusConflict || time.Now().Add(delay).After(deadline) {
+			return resp, outcome, err
+		}
+		resp.Body.Close()
+		rep.Release()
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, balance.Delivered, ctx.Err()
+		case <-t.C:
+		}
 	}
 }
 
