@@ -68,6 +68,22 @@ func skipWithoutNode(t *testing.T, why string) {
 	t.Skip(why + "; set MCPFLEET_REQUIRE_NODE=1 to fail instead")
 }
 
+// startEverything runs the TypeScript everything server with transport
+// mode (sse, streamableHttp) on a free loopback port until the test ends,
+// and returns its address once it accepts connections.
+func startEverything(t *testing.T, node, modules, mode string) string {
+	t.Helper()
+	env, err := exec.LookPath("env")
+	if err != nil {
+		t.Skip("no env(1)")
+	}
+	addr := testproc.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	testproc.Start(t, env, "PORT="+port, node, filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js"), mode)
+	waitListening(t, addr)
+	return addr
+}
+
 // waitListening waits until addr accepts connections (a GET on an SSE
 // server would open a session).
 func waitListening(t *testing.T, addr string) {
@@ -94,17 +110,11 @@ func TestSSETransportTypeScript(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	node, modules := nodeTools(t)
-	env, err := exec.LookPath("env")
-	if err != nil {
-		t.Skip("no env(1)")
-	}
 	var ups, ports []string
 	for range 3 {
-		addr := testproc.FreeAddr(t)
+		addr := startEverything(t, node, modules, "sse")
 		_, port, _ := net.SplitHostPort(addr)
 		ports = append(ports, port)
-		testproc.Start(t, env, "PORT="+port, node, filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js"), "sse")
-		waitListening(t, addr)
 		ups = append(ups, "--upstream", "http://"+addr+"/mcp") // sse_url: the default, http://addr/sse
 	}
 	secret := writeSecret(t)
