@@ -1,8 +1,6 @@
 package chaos
 
 import (
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,22 +8,6 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
 )
-
-// buildMcpfleet builds cmd/mcpfleet into a temporary directory: the
-// gateway processes run its serve command (the test binary has none).
-func buildMcpfleet(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH to build mcpfleet with")
-	}
-	bin := filepath.Join(t.TempDir(), "mcpfleet")
-	out, err := exec.Command(goTool, "build", "-o", bin, "github.com/mcpfleet/mcpfleet/cmd/mcpfleet").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building mcpfleet: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestRollingGatewaysLoseNothing: a rolling restart of the gateways themselves:
 // three gateway processes sharing a secret file and a real redis-server,
@@ -36,7 +18,7 @@ func buildMcpfleet(t *testing.T) string {
 func TestRollingGatewaysLoseNothing(t *testing.T) {
 	haproxy := testproc.FindBinary(t, "haproxy", "haproxy", "MCPFLEET_REQUIRE_BALANCERS")
 	redis := testproc.FindBinary(t, "redis-server", "redis-server", redistest.RequireEnv)
-	bin := buildMcpfleet(t)
+	bin := testproc.BuildMcpfleet(t)
 	for _, era := range []string{Era2025, Era2026} {
 		t.Run(era, func(t *testing.T) {
 			t.Parallel()

@@ -164,7 +164,9 @@ func (t *instrumented) RoundTrip(r *http.Request) (*http.Response, error) {
 		t.m.unroutable()
 	case resume && resp.StatusCode == http.StatusOK:
 		t.m.resumed(r.Header.Get("Authorization"), r.Header.Get("Last-Event-ID"))
-	case call && resp.StatusCode/100 == 2:
+	case call:
+		// It reached a replica: an execution, whether its answer comes
+		// or its stream is cut (the cutter's 504).
 		t.m.admitted(t.client)
 	}
 	if a, ok := r.Context().Value(answerKey{}).(*answer); ok && call {

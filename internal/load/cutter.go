@@ -45,7 +45,11 @@ func startCutter(target string, idle time.Duration, t0 time.Time) (*cutter, erro
 			r.SetURL(&url.URL{Scheme: u.Scheme, Host: u.Host})
 			r.Out.Host = u.Host
 		},
-		Transport:     &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second, DisableCompression: true},
+		// A response whose headers do not come within the idle timeout is
+		// cut too (nginx's proxy_read_timeout counts the wait for them):
+		// a server that sends nothing until its answer is silent as well.
+		Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second,
+			DisableCompression: true, ResponseHeaderTimeout: idle},
 		FlushInterval: -1, // every write at once: SSE
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Body = &idleBody{c: c, body: resp.Body, client: resp.Request.Header.Get("Authorization")}
@@ -55,6 +59,15 @@ func startCutter(target string, idle time.Duration, t0 time.Time) (*cutter, erro
 		// client's connection (http.ErrAbortHandler): the client sees its
 		// stream cut, as behind a real balancer.
 		ErrorLog: log.New(io.Discard, "", 0),
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var to interface{ Timeout() bool }
+			if errors.As(err, &to) && to.Timeout() && r.Context().Err() == nil {
+				c.cut(r.Header.Get("Authorization"))
+				w.WriteHeader(http.StatusGatewayTimeout)
+				return
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		},
 	}
 	c.srv = &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = c.srv.Serve(ln) }()
@@ -79,6 +92,15 @@ func (c *cutter) times() []time.Duration {
 
 // errIdleCut is a body read that waited longer than the idle timeout.
 var errIdleCut = errors.New("idle timeout: stream cut")
+
+// cut counts a stream of client (its Authorization) cut now.
+func (c *cutter) cut(client string) {
+	c.cuts.Add(1)
+	c.mu.Lock()
+	c.cutAt = append(c.cutAt, time.Since(c.t0))
+	c.pending[client]++
+	c.mu.Unlock()
+}
 
 // resumed reports whether client (its Authorization) has a cut stream not
 // yet resumed, and counts one resumed.
@@ -120,11 +142,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	case <-ctx.Done():
 		_ = b.body.Close()
 		<-done
-		b.c.cuts.Add(1)
-		b.c.mu.Lock()
-		b.c.cutAt = append(b.c.cutAt, time.Since(b.c.t0))
-		b.c.pending[b.client]++
-		b.c.mu.Unlock()
+		b.c.cut(b.client)
 		return 0, errIdleCut
 	}
 }

@@ -61,3 +61,31 @@ func TestCutterCutsSilentStreamsOnly(t *testing.T) {
 		t.Fatalf("cut times = %v", ts)
 	}
 }
+
+// TestCutterCutsAServerSilentBeforeItsHeaders: a server that sends nothing,
+// headers included, for longer than the idle timeout is cut (504), as nginx
+// cuts one under proxy_read_timeout.
+func TestCutterCutsAServerSilentBeforeItsHeaders(t *testing.T) {
+	release := make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer backend.Close()
+	defer close(release)
+	c, err := startCutter(backend.URL, 100*time.Millisecond, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	resp, err := http.Get(c.url("/mcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout || c.count() != 1 {
+		t.Fatalf("status %d, %d cuts; want 504 and 1 cut", resp.StatusCode, c.count())
+	}
+}

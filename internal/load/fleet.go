@@ -188,6 +188,12 @@ func (f *fleet) start(ctx context.Context) error {
 	}
 	needRedis := s.Routing == sim.Fleet && (s.Gateways > 1 || s.LimitStore == sim.SharedLimits)
 	if needRedis {
+		if f.o.RedisServer == "" {
+			var err error
+			if f.o.RedisServer, err = proc.Lookup("redis-server", "redis-server"); err != nil {
+				return err
+			}
+		}
 		rdir := filepath.Join(f.dir, "redis")
 		if err := os.Mkdir(rdir, 0o700); err != nil {
 			return fmt.Errorf("making redis-server's directory: %w", err)
@@ -352,7 +358,10 @@ backend fleet
 // startHAProxy runs HAProxy over servers, health-checking path on each.
 func (f *fleet) startHAProxy(ctx context.Context, servers []string, path string, affinity bool) error {
 	if f.o.HAProxy == "" {
-		return fmt.Errorf("routing %q needs HAProxy: install it (apt-get install haproxy)", f.o.Scenario.Routing)
+		var err error
+		if f.o.HAProxy, err = proc.Lookup("haproxy", "haproxy"); err != nil {
+			return err
+		}
 	}
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {

@@ -174,7 +174,7 @@ func notes(o *Options, f *fleet) []string {
 	if o.Scenario.IdleTimeout > 0 {
 		n = append(n, fmt.Sprintf("the idle cutter (an HTTP proxy cutting a response silent for %s) runs in the load generator's process", o.real(o.Scenario.IdleTimeout)))
 	}
-	n = append(n, "executions are tools/call requests answered 2xx; not_found counts 404s to calls and resumes, not to standalone GET streams")
+	n = append(n, "executions are tools/call requests that reached a replica (answered neither 404, 429, 502 nor 503); not_found counts 404s to calls and resumes, not to standalone GET streams")
 	return n
 }
 
