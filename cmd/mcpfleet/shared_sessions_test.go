@@ -23,13 +23,12 @@ func TestSharedSessionsAreBalanced(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	t.Setenv("MCPGODEBUG", "allowsessionsinstateless=1") // inherited by the replicas
-	var ups, addrs []string
+	var ups []string
 	for _, name := range []string{"a", "b", "c"} {
 		addr := testproc.FreeAddr(t)
 		startProcess(t, "testserver", "--listen", addr, "--name", name, "--era", "2025", "--stateless")
 		testproc.WaitReady(t, "http://"+addr+"/health")
 		ups = append(ups, fmt.Sprintf("  - {name: %s, url: \"http://%s/mcp\"}", name, addr))
-		addrs = append(addrs, addr)
 	}
 	for _, mode := range []string{"pinned", "shared"} {
 		t.Run(mode, func(t *testing.T) {
