@@ -1,6 +1,8 @@
 package load
 
 import (
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/mcpfleet/mcpfleet/internal/bottleneck"
@@ -45,10 +47,10 @@ func (w *sliceWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); 
 // decide whether replicas help. A CPU-heavy tool on single-core replicas:
 // the replica is pinned while the machine has CPU to spare, the verdict
 // says more replicas would help, and a second replica raises throughput.
-// Fast replicas under a heavy load: the replica is not what is pinned (the
-// load generator or the gateway is, or the machine is out of CPU), the
-// verdict says replicas would not help, and a second one does not raise
-// throughput much.
+// Fast replicas under a heavy load: the busiest process is the load
+// generator or the gateway, not a replica, the verdict names it and says
+// replicas would not help, and a second one does not raise throughput
+// much.
 func TestBottleneckFinder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts fleets")
@@ -68,15 +70,29 @@ func TestBottleneckFinder(t *testing.T) {
 		}
 	})
 	t.Run("fast replicas", func(t *testing.T) {
-		one := fleetRun(t, bin, throughputScenario(1, 1500, 3), 1, 0)
+		// Replicas with every core and no slot limit; the load generator
+		// (this process) on one core, as a single-threaded one would be.
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		fast := func(replicas int) sim.Scenario {
+			s := throughputScenario(replicas, 1500, 3)
+			s.Slots = 1000
+			s.Protocol = sim.Local2025
+			s.IdleTimeout = 3600
+			s.Clients = 64
+			return s
+		}
+		one := fleetRunCores(t, bin, fast(1), runtime.NumCPU())
 		c := cpuOf(t, one)
 		if c.Verdict.MoreReplicasHelp {
 			t.Fatalf("verdict %+v: more replicas would not help here", c.Verdict)
 		}
-		if busiest := c.Processes[0]; busiest.Role == bottleneck.RoleReplica {
-			t.Fatalf("the busiest process is a replica (%+v), want the load generator or the gateway", busiest)
+		if busiest := c.Processes[0]; busiest.Role != bottleneck.RoleLoadGenerator && busiest.Role != bottleneck.RoleGateway {
+			t.Fatalf("the busiest process is %+v, want the load generator or the gateway", busiest)
 		}
-		two := fleetRun(t, bin, throughputScenario(2, 1500, 3), 1, 0)
+		if !strings.Contains(c.Verdict.Text, c.Processes[0].Name) {
+			t.Fatalf("verdict %q does not name the busiest process %s", c.Verdict.Text, c.Processes[0].Name)
+		}
+		two := fleetRunCores(t, bin, fast(2), runtime.NumCPU())
 		cpuOf(t, two)
 		if throughput(two) > 1.2*throughput(one) {
 			t.Fatalf("throughput %.1f/s with 2 replicas, %.1f/s with 1: a second fast replica should not add much", throughput(two), throughput(one))

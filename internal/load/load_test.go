@@ -13,7 +13,18 @@ import (
 // fleetRun runs s for real on a local fleet at speed and returns the report.
 func fleetRun(t *testing.T, bin string, s sim.Scenario, speed float64, burn int) *Report {
 	t.Helper()
-	o := &Options{Scenario: s, Speed: speed, Fleet: true, Binary: bin, Burn: burn}
+	return runFor(t, &Options{Scenario: s, Speed: speed, Fleet: true, Binary: bin, Burn: burn})
+}
+
+// fleetRunCores runs s at speed 1 on replicas of cores cores each.
+func fleetRunCores(t *testing.T, bin string, s sim.Scenario, cores int) *Report {
+	t.Helper()
+	return runFor(t, &Options{Scenario: s, Speed: 1, Fleet: true, Binary: bin, ReplicaCores: cores})
+}
+
+func runFor(t *testing.T, o *Options) *Report {
+	t.Helper()
+	s := o.Scenario
 	if s.Routing != sim.Fleet || s.Gateways > 1 {
 		o.HAProxy = testproc.FindBinary(t, "haproxy", "haproxy", "MCPFLEET_REQUIRE_BALANCERS")
 	}
