@@ -387,7 +387,13 @@ func TestSSEKeepAlivesOnASilentStream(t *testing.T) {
 		}
 	}
 	stop()
+	// The next keep-alive written to the gone client fails and ends the
+	// stream: well within a few seconds, however loaded the machine.
+	deadline := time.Now().Add(10 * time.Second)
 	for testutil.ToFloat64(gws[0].metrics.streams) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v streams still open 10 s after their client left", testutil.ToFloat64(gws[0].metrics.streams))
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
