@@ -66,21 +66,17 @@ step "staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 step "go test -race"
-# The chaos run measures a rolling restart, and the load runs CPU shares, on
-# wall-clock time: they run on their own below, not beside the other
-# packages on two cores.
-go test -race -count=1 -timeout 15m $(go list ./... | grep -v -e /internal/chaos -e /internal/load)
+# The load runs measure rolling restarts and CPU shares on wall-clock time:
+# they run on their own below, not beside the other packages on two cores.
+go test -race -count=1 -timeout 15m $(go list ./... | grep -v -e /internal/load)
 
 step "go test -race: the gateway behind net/http's server (server: std)"
 MCPFLEET_TEST_SERVER=std go test -race -count=1 ./internal/gateway
 
-step "chaos: rolling restarts under load (internal/chaos, alone)"
-go test -count=1 -timeout 5m ./internal/chaos
-
-step "load: real fleets against the model, and the bottleneck finder (internal/load, alone)"
+step "load: real fleets against the model, the chaos preset's rolling restarts, the bottleneck finder (internal/load, alone)"
 # It measures CPU shares and throughput on wall-clock time: alone, and
 # without the race detector's tenfold cost.
-go test -count=1 -timeout 5m ./internal/load
+go test -count=1 -timeout 8m ./internal/load
 
 # The deployment artefacts are nested modules, so that the binary's own
 # module gains neither go-containerregistry nor Helm and the Kubernetes API.

@@ -57,13 +57,20 @@ func TestBottleneckFinder(t *testing.T) {
 	}
 	bin := testproc.BuildMcpfleet(t)
 	t.Run("cpu-heavy tool", func(t *testing.T) {
-		// 40 ms of CPU a call on one core: 25 calls/s per replica, offered 40.
-		one := fleetRun(t, bin, throughputScenario(1, 40, 4), 1, 40)
+		// 40 ms of CPU a call on one core, one call at a time (as a
+		// single-threaded server runs CPU-bound work): 25 calls/s per
+		// replica, offered 40.
+		heavy := func(replicas int) sim.Scenario {
+			s := throughputScenario(replicas, 40, 4)
+			s.Slots = 1
+			return s
+		}
+		one := fleetRun(t, bin, heavy(1), 1, 40)
 		c := cpuOf(t, one)
 		if c.Verdict.Pinned != "replica-1" || !c.Verdict.MoreReplicasHelp {
 			t.Fatalf("verdict %+v, want replica-1 pinned and more replicas helping", c.Verdict)
 		}
-		two := fleetRun(t, bin, throughputScenario(2, 40, 4), 1, 40)
+		two := fleetRun(t, bin, heavy(2), 1, 40)
 		cpuOf(t, two)
 		if throughput(two) < 1.3*throughput(one) {
 			t.Fatalf("throughput %.1f/s with 2 replicas, %.1f/s with 1: want at least 1.3x", throughput(two), throughput(one))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/mcpfleet/mcpfleet/internal/sim"
@@ -53,6 +54,7 @@ func Calibrate(ctx context.Context, o Options, numbers []int, progress io.Writer
 			}
 			ro := o
 			ro.Scenario = s
+			ro.Speed = calibrationSpeed(o.Speed, &s)
 			if progress != nil {
 				fmt.Fprintf(progress, "calibrate: mission %d %s: %s\n", m.Number, setup, s.Describe())
 			}
@@ -71,12 +73,30 @@ func Calibrate(ctx context.Context, o Options, numbers []int, progress io.Writer
 	return out, nil
 }
 
+// maxCalibrationRate is the most calls per real second a calibration run
+// sends (first sends; a refused call's re-sends come on top): above it two
+// cores are out of CPU, and the run measures the machine, not the fleet.
+const maxCalibrationRate = 100
+
+// calibrationSpeed is speed, or less for a scenario whose calls would
+// arrive faster than maxCalibrationRate per real second (mission 7's
+// runaway agent).
+func calibrationSpeed(speed float64, s *sim.Scenario) float64 {
+	if speed == 0 {
+		speed = 20
+	}
+	if r := s.TotalRate(); r*speed > maxCalibrationRate {
+		speed = max(1, math.Floor(maxCalibrationRate/r))
+	}
+	return speed
+}
+
 // WriteCalibration prints the runs as a Markdown table: the figures each
 // mission's goal reads, sim then real, and the verdicts.
 func WriteCalibration(w io.Writer, cs []Calibration) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintln(ew, "| # | setup | calls (sim / real) | failed | idle cuts | calls with a 404 | killed | duplicate mutations | p95 s | runaway admitted /s | 429s to others | goal: sim / real |")
-	fmt.Fprintln(ew, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(ew, "| # | setup | speed | calls (sim / real) | failed | idle cuts | calls with a 404 | killed | duplicate mutations | p95 s | runaway admitted /s | 429s to others | goal: sim / real |")
+	fmt.Fprintln(ew, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for i := range cs {
 		c := &cs[i]
 		s, r := c.Sim, c.Real.Result
@@ -91,8 +111,8 @@ func WriteCalibration(w io.Writer, cs []Calibration) error {
 		if !c.Agree() {
 			verdict = "**" + verdict + "**"
 		}
-		fmt.Fprintf(ew, "| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			c.Mission.Number, c.Setup, pair(s.Issued, r.Issued), pair(s.Failed, r.Failed), pair(s.IdleCuts, r.IdleCuts),
+		fmt.Fprintf(ew, "| %d | %s | %gx | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			c.Mission.Number, c.Setup, c.Real.Run.Speed, pair(s.Issued, r.Issued), pair(s.Failed, r.Failed), pair(s.IdleCuts, r.IdleCuts),
 			pct(s)+" / "+pct(r), pair(s.Killed, r.Killed), pair(s.DuplicateMutations, r.DuplicateMutations),
 			pair(s.P95, r.P95), pair(s.RunawayAdmittedRate, r.RunawayAdmittedRate), pair(s.RefusedOthers, r.RefusedOthers),
 			strings.ReplaceAll(verdict, "goal ", ""))

@@ -64,7 +64,7 @@ func (f *fleet) targets() []bottleneck.Target {
 		}
 	}
 	for _, g := range f.gateways {
-		ts = append(ts, bottleneck.Target{Name: g.Name, Role: bottleneck.RoleGateway, PID: g.PID(), Cores: float64(runtime.NumCPU())})
+		ts = append(ts, bottleneck.Target{Name: g.name, Role: bottleneck.RoleGateway, PID: g.process().PID(), Cores: float64(runtime.NumCPU())})
 	}
 	if f.lb != nil {
 		ts = append(ts, bottleneck.Target{Name: "haproxy", Role: bottleneck.RoleBalancer, PID: f.lb.PID(), Cores: float64(runtime.NumCPU())})

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,8 +126,7 @@ type fleet struct {
 	dir      string
 	ledger   string
 	replicas []*replica
-	gateways []*proc.Process
-	admins   []string // the gateways' admin listeners
+	gateways []*gatewayProc
 	lb       *proc.Process
 	redis    *proc.Redis
 	front    string // the MCP URL the clients (or the idle cutter) reach
@@ -165,9 +165,9 @@ func (f *fleet) start(ctx context.Context) error {
 		r.args = []string{"testserver", "--listen", addr, "--name", name, "--era", era(s),
 			"--ledger", f.ledger, "--slots", strconv.Itoa(s.Slots),
 			"--keepalive", f.o.real(s.KeepAlive).String(),
-			// A draining replica says so for one health interval, then
-			// stops taking work: the drain window is its grace.
-			"--drain-delay", f.o.healthInterval().String(),
+			// A draining replica says so for the drain delay (one health
+			// interval), then stops taking work: the drain window is its grace.
+			"--drain-delay", f.o.DrainDelay.String(),
 			"--grace", f.o.real(s.DrainWindow).String()}
 		if s.Protocol != sim.Rev2026 {
 			// The model's replicas keep their streams' events, so that a
@@ -230,7 +230,8 @@ hash_min_load: {{.MinLoad}}
 sessions: {{.Sessions}}
 keepalive: {{.KeepAlive}}
 health_check: {interval: {{.Interval}}, timeout: {{.Interval}}, fall: 2, rise: 2}
-grace: 1m
+drain_delay: {{.DrainDelay}}
+grace: {{.Grace}}
 {{- if .Redis}}
 redis_url: {{.Redis}}
 idempotency: redis
@@ -267,11 +268,17 @@ func (f *fleet) startGateways(ctx context.Context) error {
 	if s.Protocol == sim.Shared2025 {
 		sessions = "shared"
 	}
+	// Rolling the gateways, each drains as a replica does; otherwise they
+	// never stop before the end, and then their calls are over.
+	gwDrain, gwGrace := time.Duration(0), time.Minute
+	if f.o.Roll == RollGateways {
+		gwDrain, gwGrace = f.o.DrainDelay, max(f.o.real(s.DrainWindow), time.Second)
+	}
 	var addrs []string
 	for i := range s.Gateways {
 		name := fmt.Sprintf("gateway-%d", i+1)
 		var p *proc.Process
-		var addr, admin string
+		var addr, admin, file string
 		for attempt := 0; ; attempt++ { // a port taken before the bind: new ports
 			if addr, err = proc.FreeAddr(); err != nil {
 				return err
@@ -279,13 +286,14 @@ func (f *fleet) startGateways(ctx context.Context) error {
 			if admin, err = proc.FreeAddr(); err != nil {
 				return err
 			}
-			file := filepath.Join(f.dir, name+".yaml")
+			file = filepath.Join(f.dir, name+".yaml")
 			var b strings.Builder
 			err = gatewayConfig.Execute(&b, map[string]any{
 				"Name": name, "Addr": addr, "Admin": admin, "Upstreams": ups, "Secret": secret,
 				"Epsilon": s.HashEpsilon, "MinLoad": s.HashMinLoad,
 				"KeepAlive": f.o.real(s.KeepAlive).String(), "Interval": f.o.healthInterval().String(),
 				"Redis": redisURL, "LimitStore": limitStore, "Sessions": sessions,
+				"DrainDelay": gwDrain.String(), "Grace": gwGrace.String(),
 				"Rate": s.LimitRate * f.o.Speed, "Burst": s.LimitBurst, "Concurrency": s.LimitConcurrency,
 			})
 			if err == nil {
@@ -304,8 +312,7 @@ func (f *fleet) startGateways(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		f.gateways = append(f.gateways, p)
-		f.admins = append(f.admins, admin)
+		f.gateways = append(f.gateways, &gatewayProc{name: name, addr: addr, admin: admin, config: file, p: p})
 		addrs = append(addrs, addr)
 	}
 	if len(addrs) == 1 {
@@ -332,6 +339,17 @@ defaults
   timeout server 10m
   timeout http-keep-alive 60s
   option http-no-delay
+  # A connection that failed to open carried nothing: try again, each time
+  # on another server. retry-on stays at its default (conn-failure): a
+  # request that reached a server is never sent twice.
+  retries 3
+  option redispatch 1
+{{- if .ServerClose}}
+  # One connection to a gateway per request, closed after its answer: no
+  # idle connection that a stopping gateway closes just as a request goes
+  # out on it.
+  option http-server-close
+{{- end}}
   # A client that goes away (the idle cutter, a client cancelling) ends the
   # request upstream too, so the replica does not hold a stream no one reads.
   option abortonclose
@@ -372,7 +390,7 @@ func (f *fleet) startHAProxy(ctx context.Context, servers []string, path string,
 		inter := f.o.healthInterval()
 		var b strings.Builder
 		if err = haproxyConfig.Execute(&b, map[string]any{
-			"Listen": addr, "Affinity": affinity, "Path": path, "Servers": servers,
+			"Listen": addr, "Affinity": affinity, "Path": path, "Servers": servers, "ServerClose": path == "/readyz",
 			"Inter": fmt.Sprintf("%dms", inter.Milliseconds()), "Check": fmt.Sprintf("%dms", max(50, inter.Milliseconds()*4/5)),
 		}); err != nil {
 			return fmt.Errorf("writing haproxy's configuration: %w", err)
@@ -438,20 +456,43 @@ func writeSecret(dir string) (string, error) {
 	return path, nil
 }
 
-// deploy restarts every replica in turn: SIGTERM (the replica drains for
-// the drain window, then kills what still runs), down for the reboot time,
-// back on the same address; the next goes once this one answers again.
-// It returns the times (since t0) each replica's calls were killed.
+// gatewayProc is one gateway process's place in the fleet: its name,
+// addresses and configuration stay across the restarts of a roll.
+type gatewayProc struct {
+	name, addr, admin, config string
+
+	mu sync.Mutex
+	p  *proc.Process
+}
+
+func (g *gatewayProc) process() *proc.Process {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.p
+}
+
+// deploy restarts every replica in turn (or every gateway, rolling the
+// gateways): SIGTERM (it drains for the drain delay, then its calls get
+// the drain window and what still runs is killed) or SIGKILL, down for the
+// reboot time, back on the same address; the next goes once this one
+// answers again. It returns the times (since t0) calls were killed.
 func (f *fleet) deploy(ctx context.Context, t0 time.Time) ([]time.Duration, error) {
+	if f.o.Roll == RollGateways {
+		return nil, f.rollGateways(ctx)
+	}
 	s := &f.o.Scenario
 	var kills []time.Duration
+	hc := &http.Client{Timeout: time.Second}
 	for _, r := range f.replicas {
-		limit := f.o.real(s.DrainWindow) + f.o.healthInterval() + 10*time.Second
-		if k := r.stop(limit); k > 0 {
-			at := time.Since(t0)
-			for range k {
-				kills = append(kills, at)
-			}
+		var k int
+		if f.o.Kill == KillHard {
+			k = r.kill(ctx, hc)
+		} else {
+			k = r.stop(f.o.DrainDelay + f.o.real(s.DrainWindow) + 10*time.Second)
+		}
+		at := time.Since(t0)
+		for range k {
+			kills = append(kills, at)
 		}
 		if err := sleep(ctx, f.o.real(s.RebootSeconds)); err != nil {
 			return kills, err
@@ -462,9 +503,59 @@ func (f *fleet) deploy(ctx context.Context, t0 time.Time) ([]time.Duration, erro
 		if f.onStart != nil {
 			f.onStart(bottleneck.Target{Name: r.name, Role: bottleneck.RoleReplica, PID: r.process().PID(), Cores: float64(f.o.ReplicaCores)})
 		}
-		f.o.Logger.Info("replica restarted", "name", r.name)
+		f.o.Logger.Info("replica restarted", "name", r.name, "killed", k)
 	}
 	return kills, nil
+}
+
+// kill stops the replica with SIGKILL: the calls it was running (its last
+// /health) end without an answer.
+func (r *replica) kill(ctx context.Context, hc *http.Client) int {
+	var h health
+	if req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.addr+"/health", nil); err == nil {
+		if resp, err := hc.Do(req); err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&h)
+			resp.Body.Close()
+		}
+	}
+	r.process().Kill()
+	r.mu.Lock()
+	r.killed += h.Running
+	r.mu.Unlock()
+	return h.Running
+}
+
+// rollGateways restarts every gateway process in turn: SIGTERM (its
+// /readyz answers 503 for the drain delay, HAProxy takes it out, then it
+// stops accepting and its calls get the grace), down for the reboot time,
+// back on its addresses; the next goes once HAProxy can see this one up
+// (two good checks).
+func (f *fleet) rollGateways(ctx context.Context) error {
+	s := &f.o.Scenario
+	for _, g := range f.gateways {
+		g.process().Stop(f.o.DrainDelay + f.o.real(s.DrainWindow) + 10*time.Second)
+		if err := sleep(ctx, f.o.real(s.RebootSeconds)); err != nil {
+			return err
+		}
+		p, err := proc.Start(g.name, f.o.Binary, "serve", "--config", g.config)
+		if err != nil {
+			return err
+		}
+		g.mu.Lock()
+		g.p = p
+		g.mu.Unlock()
+		if err := waitHealthy(ctx, p, "http://"+g.addr+"/readyz"); err != nil {
+			return fmt.Errorf("restarting %s: %w", g.name, err)
+		}
+		if f.onStart != nil {
+			f.onStart(bottleneck.Target{Name: g.name, Role: bottleneck.RoleGateway, PID: p.PID(), Cores: float64(runtime.NumCPU())})
+		}
+		if err := sleep(ctx, 3*f.o.healthInterval()); err != nil {
+			return err
+		}
+		f.o.Logger.Info("gateway restarted", "name", g.name)
+	}
+	return nil
 }
 
 // sampleHealth asks every replica's /health for its calls running and
@@ -507,7 +598,7 @@ func (f *fleet) close() {
 		f.lb.Stop(5 * time.Second)
 	}
 	for _, g := range f.gateways {
-		g.Stop(10 * time.Second)
+		g.process().Stop(10 * time.Second)
 	}
 	for _, r := range f.replicas {
 		if r.process() != nil {
@@ -532,4 +623,48 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// gatewayRetries reads mcpfleet_retries_total by reason from every gateway
+// process running now; one that does not answer adds nothing.
+func (f *fleet) gatewayRetries() map[string]int {
+	out := map[string]int{}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for _, g := range f.gateways {
+		resp, err := hc.Get("http://" + g.admin + "/metrics")
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if reason, v, ok := retriesLine(sc.Text()); ok {
+				out[reason] += v
+			}
+		}
+		resp.Body.Close()
+	}
+	return out
+}
+
+// retriesLine reads one mcpfleet_retries_total sample of the text
+// exposition format: its reason label and its value.
+func retriesLine(line string) (string, int, bool) {
+	rest, ok := strings.CutPrefix(line, "mcpfleet_retries_total{")
+	if !ok {
+		return "", 0, false
+	}
+	labels, value, ok := strings.Cut(rest, "} ")
+	if !ok {
+		return "", 0, false
+	}
+	_, reason, ok := strings.Cut(labels, `reason="`)
+	if !ok {
+		return "", 0, false
+	}
+	reason, _, ok = strings.Cut(reason, `"`)
+	v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+	if !ok || err != nil {
+		return "", 0, false
+	}
+	return reason, int(v), true
 }

@@ -59,6 +59,18 @@ type Options struct {
 	// Burn, when positive, makes every call the CPU-heavy tool burn of
 	// that many milliseconds of CPU instead of sleep and mutate.
 	Burn int
+	// Kill is how the deploy stops a replica: KillTerm (SIGTERM: it drains,
+	// then its calls get the drain window) or KillHard (SIGKILL: its calls
+	// end at once). "" means KillTerm.
+	Kill string
+	// Roll is what the deploy restarts: RollReplicas, or RollGateways (each
+	// gateway process in turn behind HAProxy, with routing mcpfleet and at
+	// least two gateways). "" means RollReplicas.
+	Roll string
+	// DrainDelay is how long a stopping replica (or gateway) says it is
+	// draining before it stops accepting work; 0 means one health-check
+	// interval (five rolling the gateways, so that HAProxy sees it first).
+	DrainDelay time.Duration
 	// Watch adds processes the run did not start to the bottleneck finder.
 	Watch []bottleneck.Target
 	// Logger gets the run's events; nil discards them.
@@ -66,6 +78,18 @@ type Options struct {
 	// Progress, when set, gets a progress line every second.
 	Progress io.Writer
 }
+
+// How the deploy stops what it restarts (Options.Kill).
+const (
+	KillTerm = "term"
+	KillHard = "kill"
+)
+
+// What the deploy restarts (Options.Roll).
+const (
+	RollReplicas = "replicas"
+	RollGateways = "gateways"
+)
 
 // Validate reports the first unusable option.
 func (o *Options) Validate() error {
@@ -88,6 +112,16 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("replica cores: must not be negative, got %d", o.ReplicaCores)
 	case o.Burn < 0 || o.Burn > 10_000:
 		return fmt.Errorf("burn: between 0 and 10000 ms, got %d", o.Burn)
+	case o.Kill != "" && o.Kill != KillTerm && o.Kill != KillHard:
+		return fmt.Errorf("kill: want %s or %s, got %q", KillTerm, KillHard, o.Kill)
+	case o.Roll != "" && o.Roll != RollReplicas && o.Roll != RollGateways:
+		return fmt.Errorf("roll: want %s or %s, got %q", RollReplicas, RollGateways, o.Roll)
+	case o.Roll == RollGateways && (s.Routing != sim.Fleet || s.Gateways < 2 || !o.Fleet):
+		return errors.New("roll gateways: needs a fleet with routing mcpfleet and at least 2 gateways")
+	case o.Roll == RollGateways && o.Kill == KillHard:
+		return errors.New("roll gateways: gateways are stopped with SIGTERM only")
+	case o.DrainDelay < 0:
+		return fmt.Errorf("drain delay: must not be negative, got %s", o.DrainDelay)
 	}
 	if o.URL != "" {
 		if err := loopbackURL(o.URL); err != nil {
@@ -130,6 +164,18 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.ReplicaCores == 0 {
 		v.ReplicaCores = 1
+	}
+	if v.Kill == "" {
+		v.Kill = KillTerm
+	}
+	if v.Roll == "" {
+		v.Roll = RollReplicas
+	}
+	if v.DrainDelay == 0 {
+		v.DrainDelay = v.healthInterval()
+		if v.Roll == RollGateways {
+			v.DrainDelay *= 5 // HAProxy takes two failed checks to see it
+		}
 	}
 	if v.Logger == nil {
 		v.Logger = slog.New(slog.DiscardHandler)

@@ -40,6 +40,9 @@ type RunInfo struct {
 	WallSeconds float64 `json:"wall_s"`
 	// CPU is where the CPU went while the traffic ran.
 	CPU *CPUReport `json:"cpu,omitempty"`
+	// Audit holds what only a real fleet shows: the ledger against the
+	// clients' answers, and the gateways' own retries.
+	Audit *Audit `json:"audit,omitempty"`
 	// Notes are what the figures cannot show on their own.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -50,6 +53,7 @@ type callState struct {
 	failed   bool // given up
 	saw404   bool
 	reissues int
+	attempts int           // sent, the first included
 	latency  time.Duration // real, first send to final answer
 }
 
@@ -163,7 +167,9 @@ func Run(ctx context.Context, opts *Options) (*Report, error) {
 		return nil, err
 	}
 	var ledger []testserver.LedgerEntry
+	var retries map[string]int
 	if f != nil {
+		retries = f.gatewayRetries()
 		f.close() // the ledger is read with every replica stopped
 		if ledger, err = readLedger(f.ledger); err != nil {
 			return nil, err
@@ -176,6 +182,7 @@ func Run(ctx context.Context, opts *Options) (*Report, error) {
 	}}
 	if f != nil {
 		rep.Run.Fleet = len(f.replicas)
+		rep.Run.Audit = r.audit(ledger, retries)
 	}
 	rep.Run.Notes = notes(&o, f)
 	return rep, nil
@@ -230,6 +237,7 @@ func (r *run) issue(ctx context.Context, i int) {
 	cl := r.clients[c.Client]
 	for {
 		ok, delay, saw404 := r.attempt(ctx, cl, i)
+		st.attempts++
 		st.saw404 = st.saw404 || saw404
 		if ok {
 			st.done, st.latency = true, time.Since(start)
@@ -276,13 +284,13 @@ func (r *run) attempt(ctx context.Context, cl *client, i int) (ok bool, again ti
 			at = float64(c.MutateAt) / float64(c.Duration)
 		}
 		params = &mcp.CallToolParams{Name: "mutate", Arguments: map[string]any{
-			"key": fmt.Sprintf("call-%d", i), "seconds": r.o.real(c.Duration.Seconds()).Seconds(), "at": at}}
+			"key": callKey(i), "seconds": r.o.real(c.Duration.Seconds()).Seconds(), "at": at}}
 	case c.Progress > 0:
 		params.Arguments.(map[string]any)["progress_every"] = r.o.real(c.Progress.Seconds()).Seconds()
 		params.SetProgressToken(fmt.Sprintf("call-%d", i))
 	}
 	if s.Idempotency {
-		params.Meta = mcp.Meta{idempotencyMeta: fmt.Sprintf("call-%d", i)}
+		params.Meta = mcp.Meta{idempotencyMeta: callKey(i)}
 	}
 	a := &answer{}
 	timeout := r.o.real(c.Duration.Seconds()+s.DrainWindow+s.RebootSeconds) + 30*time.Second

@@ -179,3 +179,51 @@ func notes(o *Options, f *fleet) []string {
 }
 
 func round3(x float64) float64 { return math.Round(x*1e3) / 1e3 }
+
+// Audit is what only a real fleet shows.
+type Audit struct {
+	// MissingMutations are mutating calls answered with a success whose
+	// mutation is not in the ledger (must be 0).
+	MissingMutations int `json:"missing_mutations"`
+	// ResentByGateway are mutating calls with more ledger entries than the
+	// attempts their client sent: only a gateway sending a delivered call
+	// again explains one (must be 0).
+	ResentByGateway int `json:"resent_by_gateway"`
+	// SingleAttemptDuplicates are mutating calls sent once and applied
+	// more than once (must be 0).
+	SingleAttemptDuplicates int `json:"single_attempt_duplicates"`
+	// GatewayRetries are the gateways' mcpfleet_retries_total by reason, as
+	// the gateway processes running at the end count them.
+	GatewayRetries map[string]int `json:"gateway_retries"`
+}
+
+// audit compares the ledger with what the clients were told.
+func (r *run) audit(ledger []testserver.LedgerEntry, retries map[string]int) *Audit {
+	entries := map[string]int{}
+	for _, e := range ledger {
+		entries[e.Key]++
+	}
+	a := &Audit{GatewayRetries: retries}
+	if a.GatewayRetries == nil {
+		a.GatewayRetries = map[string]int{}
+	}
+	for i := range r.calls {
+		if !r.calls[i].Mutates() || r.o.Burn > 0 {
+			continue
+		}
+		st, n := &r.states[i], entries[callKey(i)]
+		switch {
+		case st.done && n == 0:
+			a.MissingMutations++
+		case n > st.attempts:
+			a.ResentByGateway++
+		}
+		if st.attempts == 1 && n > 1 {
+			a.SingleAttemptDuplicates++
+		}
+	}
+	return a
+}
+
+// callKey is logical call i's mutation key and idempotency key.
+func callKey(i int) string { return fmt.Sprintf("call-%d", i) }
