@@ -4,11 +4,11 @@ package sim
 // leaves a choice open. Every Result lists them.
 var assumptions = []string{
 	"network time is zero except one round trip (round_trip_s) for a re-initialization, a reconnect, and the pause before a re-issue",
-	"a client initializes its session before its first call, outside that call's latency; later initializes are re-initializations",
+	"a client initializes its session before its first call, outside that call's latency, in one exchange; later initializes are re-initializations (a real SDK client sends initialize and notifications/initialized as two requests, which a round-robin balancer sends to two replicas: more 404s and failures than here)",
 	"a client holds one session; a 404 drops it, and the next send re-initializes through the balancer before re-issuing",
 	"every re-send of a call, for any cause (404, cancel by a cut or kill, stream out of reach, 503, 429), counts against max_reissues; the call is given up when one more would be needed, so a runaway agent's refused calls end too",
 	"a reconnect (GET with Last-Event-ID) is not a re-issue and costs no budget",
-	"a stream's first byte is sent when the replica accepts the request, waiting or not; ordinary calls send no progress; slow calls send progress every progress interval from their start",
+	"a stream's first byte is sent when the replica accepts the request, waiting or not; ordinary calls send no progress; slow calls send progress every progress interval from their start (measured against real runs: a Go SDK replica sends nothing, headers included, before its first event, so a queued or silent call behind an idle timeout is cut more often than here, and a 2025-11-25 one cut before any event cannot be resumed; docs/SIM.md, calibration)",
 	"a keep-alive at most as long as the idle timeout prevents every cut; a longer one never does (the cut comes first)",
 	"a 2025-11-25 stream that is abandoned (re-issued instead of resumed) is not cancelled: its execution runs on and its mutation counts",
 	"with local sessions a stream is resumable only on its own replica, in the same generation, under the client's current session",
