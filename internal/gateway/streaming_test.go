@@ -80,15 +80,18 @@ func TestDroppedStreamSemantics(t *testing.T) {
 			key := "k-" + tt.version
 			ctx, drop := context.WithCancel(context.Background())
 			resp := r.post(ctx, 3, "tools/call", map[string]any{
-				"name": "mutate", "arguments": map[string]any{"key": key, "seconds": 1.6, "at": 0.5},
+				"name": "mutate", "arguments": map[string]any{"key": key, "seconds": 3, "at": 0.5},
 			}, nil)
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
-			time.Sleep(300 * time.Millisecond) // the call runs; its mutation is due at 0.8 s
+			// The call runs; its mutation is due at 1.5 s, which leaves the
+			// cancel more than a second to reach the replica on a loaded
+			// machine under the race detector.
+			time.Sleep(300 * time.Millisecond)
 			drop()
 			resp.Body.Close()
-			time.Sleep(2 * time.Second) // past the call's end
+			time.Sleep(3 * time.Second) // past the call's end
 			if got := f.count(key); got != tt.want {
 				t.Errorf("after the client dropped the stream, %s mutated %d times, want %d", key, got, tt.want)
 			}
