@@ -50,6 +50,7 @@ type loadMeta struct {
 	match     string
 	quiet     bool
 	calibrate string
+	missions  []int // --calibrate's, none for all
 }
 
 // runLoad runs the load command: see loadUsage.
@@ -110,22 +111,12 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // runCalibration runs --calibrate: each mission's broken and fixed setups
 // both ways, the table to stdout (or the runs as JSON), progress to stderr.
 func runCalibration(ctx context.Context, o load.Options, meta loadMeta, stdout, stderr io.Writer) error {
-	var numbers []int
-	if meta.calibrate != "all" {
-		for _, f := range strings.Split(meta.calibrate, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if _, merr := sim.MissionByNumber(n); err != nil || merr != nil {
-				return usageError{fmt.Errorf("--calibrate: want all or mission numbers 1 to %d, got %q", len(sim.Missions()), f)}
-			}
-			numbers = append(numbers, n)
-		}
-	}
 	var progress io.Writer
 	if !meta.quiet {
 		progress = stderr
 	}
 	o.Progress = nil // one line per run is enough
-	cs, err := load.Calibrate(ctx, o, numbers, progress)
+	cs, err := load.Calibrate(ctx, o, meta.missions, progress)
 	if err != nil {
 		return err
 	}
@@ -179,6 +170,15 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadMeta, sim.Scenario, er
 	}
 	if meta.fleet < 0 || meta.fleet > sim.MaxReplicas {
 		return meta, base, usageError{fmt.Errorf("--fleet: 1 to %d replicas, got %d", sim.MaxReplicas, meta.fleet)}
+	}
+	if meta.calibrate != "" && meta.calibrate != "all" {
+		for _, f := range strings.Split(meta.calibrate, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if _, merr := sim.MissionByNumber(n); err != nil || merr != nil {
+				return meta, base, usageError{fmt.Errorf("--calibrate: want all or mission numbers 1 to %d, got %q", len(sim.Missions()), f)}
+			}
+			meta.missions = append(meta.missions, n)
+		}
 	}
 	if meta.calibrate != "" && (meta.fleet == 0 || meta.mission != 0) {
 		return meta, base, usageError{errors.New("--calibrate: goes with --fleet and without --mission (it runs every mission's setups, each with its own replicas)")}

@@ -44,6 +44,19 @@ func TestUsageErrors(t *testing.T) {
 		{"demo too many replicas", []string{"demo", "--replicas", "40"}, 2, "replicas"},
 		{"probe without url", []string{"probe"}, 2, "--url"},
 		{"probe bad expect", []string{"probe", "--url", "http://127.0.0.1:1/mcp", "--expect", "x"}, 2, "expect"},
+		{"load without a target", []string{"load"}, 2, "--url URL"},
+		{"load with both targets", []string{"load", "--fleet", "3", "--url", "http://127.0.0.1:1/mcp"}, 2, "--url URL"},
+		{"load off loopback", []string{"load", "--url", "http://192.0.2.1:80/mcp"}, 2, "loopback only"},
+		{"load too many replicas", []string{"load", "--fleet", "13"}, 2, "--fleet"},
+		{"load bad speed", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--speed", "500"}, 2, "speed"},
+		{"load too long", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--speed", "1", "--traffic", "3600"}, 2, "over the limit"},
+		{"load fixed without mission", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--fixed"}, 2, "--fixed"},
+		{"load calibrate without fleet", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--calibrate", "all"}, 2, "--calibrate"},
+		{"load calibrate bad mission", []string{"load", "--fleet", "3", "--calibrate", "9"}, 2, "--calibrate"},
+		{"load bad pids", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--pids", "api=x"}, 2, "--pids"},
+		{"chaos bad era", []string{"chaos", "--era", "1999"}, 2, "era"},
+		{"chaos bad kill", []string{"chaos", "--kill", "gently"}, 2, "kill"},
+		{"chaos roll gateways alone", []string{"chaos", "--roll", "gateways", "--gateways", "1"}, 2, "roll gateways"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
