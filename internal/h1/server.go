@@ -166,13 +166,16 @@ func (s *Server) RegisterOnShutdown(f func()) {
 func (s *Server) Close() error {
 	s.init()
 	s.stopListening()
-	s.cancel()
-	s.watch.close()
+	// The connections close before the requests' contexts end, so that a
+	// handler that returns on its cancel finds its connection gone and no
+	// answer goes out after Close.
 	s.mu.Lock()
 	for c := range s.conns {
 		c.nc.Close()
 	}
 	s.mu.Unlock()
+	s.cancel()
+	s.watch.close()
 	return nil
 }
 
