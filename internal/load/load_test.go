@@ -3,9 +3,13 @@ package load
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/bottleneck"
+	"github.com/mcpfleet/mcpfleet/internal/proc"
 	"github.com/mcpfleet/mcpfleet/internal/sim"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
 )
@@ -74,5 +78,42 @@ func TestSilentStreamsAgreeWithTheModel(t *testing.T) {
 				t.Fatalf("idle cuts: real %d, sim %d: beyond a factor of 2", rep.IdleCuts, predicted.IdleCuts)
 			}
 		})
+	}
+}
+
+// TestLoadAnEndpoint: --url mode against an endpoint the run did not
+// start (here one testserver process): every call completes, the figures
+// that need the fleet's own counters are 0 and a note says so, and the CPU
+// report watches a process named with --pids.
+func TestLoadAnEndpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	bin := testproc.BuildMcpfleet(t)
+	addr := testproc.FreeAddr(t)
+	p, err := proc.Start("testserver", bin, "testserver", "--listen", addr, "--era", "2026")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(5 * time.Second) })
+	testproc.WaitReady(t, "http://"+addr+"/health")
+	s := sim.Default()
+	s.Protocol, s.TrafficSeconds, s.SlowTools = sim.Rev2026, 60, false
+	targets, err := bottleneck.ByPID(bottleneck.RoleReplica, p.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runFor(t, &Options{Scenario: s, Speed: 20, URL: "http://" + addr + "/mcp", Watch: targets})
+	if rep.Completed != rep.Issued || rep.Issued == 0 {
+		t.Fatalf("%d of %d calls completed", rep.Completed, rep.Issued)
+	}
+	if rep.Run.Fleet != 0 || rep.Killed != 0 || len(rep.Replicas) != 0 || rep.Run.Audit != nil {
+		t.Fatalf("an endpoint run reports fleet figures: %+v", rep.Run)
+	}
+	if !slices.ContainsFunc(rep.Run.Notes, func(n string) bool { return strings.Contains(n, "existing endpoint") }) {
+		t.Fatalf("notes %q: want the one about an existing endpoint", rep.Run.Notes)
+	}
+	if rep.Run.CPU == nil || !slices.ContainsFunc(rep.Run.CPU.Processes, func(pr bottleneck.Process) bool { return pr.PID == p.PID() }) {
+		t.Fatalf("the CPU report does not watch the endpoint's process %d", p.PID())
 	}
 }
