@@ -7,7 +7,6 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/bottleneck"
 	"github.com/mcpfleet/mcpfleet/internal/sim"
-	"github.com/mcpfleet/mcpfleet/internal/testproc"
 )
 
 // throughputScenario is an open-loop load of rate calls/s for secs seconds
@@ -55,7 +54,7 @@ func TestBottleneckFinder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts fleets")
 	}
-	bin := testproc.BuildMcpfleet(t)
+	bin := mcpfleetBinary(t)
 	t.Run("cpu-heavy tool", func(t *testing.T) {
 		// 40 ms of CPU a call on one core, one call at a time (as a
 		// single-threaded server runs CPU-bound work): 25 calls/s per

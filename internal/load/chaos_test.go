@@ -50,9 +50,13 @@ func TestLongDrainLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a fleet")
 	}
-	bin := testproc.BuildMcpfleet(t)
+	// The chaos runs are bound by their clocks, not the CPU: they run
+	// together, after the package's CPU-measuring tests.
+	t.Parallel()
+	bin := mcpfleetBinary(t)
 	for _, era := range []string{"2025", "2026"} {
 		t.Run(era, func(t *testing.T) {
+			t.Parallel()
 			r := chaosRun(t, bin, ChaosOptions{Era: era, Grace: 5 * time.Second, Downtime: 300 * time.Millisecond, Seed: 7})
 			noneLost(t, r)
 			if r.Killed != 0 {
@@ -69,7 +73,10 @@ func TestShortDrainWithKeysRunsNothingTwice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a fleet")
 	}
-	bin := testproc.BuildMcpfleet(t)
+	// The chaos runs are bound by their clocks, not the CPU: they run
+	// together, after the package's CPU-measuring tests.
+	t.Parallel()
+	bin := mcpfleetBinary(t)
 	r := chaosRun(t, bin, ChaosOptions{Era: "2026", Grace: 200 * time.Millisecond, Downtime: 300 * time.Millisecond,
 		IdempotencyKeys: true, Rate: 30, Seed: 7})
 	if r.Killed == 0 {
@@ -88,7 +95,10 @@ func TestHardKillRetriesUndelivered(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a fleet")
 	}
-	bin := testproc.BuildMcpfleet(t)
+	// The chaos runs are bound by their clocks, not the CPU: they run
+	// together, after the package's CPU-measuring tests.
+	t.Parallel()
+	bin := mcpfleetBinary(t)
 	r := chaosRun(t, bin, ChaosOptions{Era: "2026", Kill: KillHard, Rate: 30, Seed: 7})
 	a := r.Run.Audit
 	if a.GatewayRetries["not_delivered"] == 0 {
@@ -107,9 +117,13 @@ func TestRollingGatewaysLoseNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a fleet")
 	}
-	bin := testproc.BuildMcpfleet(t)
+	// The chaos runs are bound by their clocks, not the CPU: they run
+	// together, after the package's CPU-measuring tests.
+	t.Parallel()
+	bin := mcpfleetBinary(t)
 	for _, era := range []string{"2025", "2026"} {
 		t.Run(era, func(t *testing.T) {
+			t.Parallel()
 			r := chaosRun(t, bin, ChaosOptions{Era: era, Roll: RollGateways, Rate: 30, Grace: 5 * time.Second,
 				Downtime: 300 * time.Millisecond, IdempotencyKeys: true, Seed: 7})
 			noneLost(t, r)

@@ -56,7 +56,7 @@ func TestSilentStreamsAgreeWithTheModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a fleet")
 	}
-	bin := testproc.BuildMcpfleet(t)
+	bin := mcpfleetBinary(t)
 	m, _ := sim.MissionByNumber(1)
 	for _, setup := range []string{"broken", "fixed"} {
 		t.Run(setup, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestLoadAnEndpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
-	bin := testproc.BuildMcpfleet(t)
+	bin := mcpfleetBinary(t)
 	addr := testproc.FreeAddr(t)
 	p, err := proc.Start("testserver", bin, "testserver", "--listen", addr, "--era", "2026")
 	if err != nil {

@@ -117,19 +117,3 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
-
-// BuildMcpfleet builds cmd/mcpfleet into a temporary directory, for tests
-// that run its commands as processes (a test binary has none of them).
-func BuildMcpfleet(t testing.TB) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH to build mcpfleet with")
-	}
-	bin := filepath.Join(t.TempDir(), "mcpfleet")
-	out, err := exec.Command(goTool, "build", "-o", bin, "github.com/mcpfleet/mcpfleet/cmd/mcpfleet").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building mcpfleet: %v\n%s", err, out)
-	}
-	return bin
-}
