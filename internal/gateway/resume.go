@@ -239,12 +239,14 @@ func (s *stream) watch(ctx context.Context) {
 // once, so that it serves the resume; otherwise the events kept so far
 // move to the shared buffer, if there is one, and the rest follow them.
 func (s *stream) clientGone() {
-	if s == nil || !s.keep {
+	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gone {
+	// keep is read under the lock: done, on the relay's goroutine, clears
+	// it while the watch's AfterFunc may be calling this.
+	if !s.keep || s.gone {
 		return
 	}
 	s.gone = true
