@@ -92,7 +92,7 @@ if ! (cd deploy/helm && go mod tidy -diff >/dev/null); then
 fi
 (cd deploy/helm && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && go test -count=1 ./...)
 
-step "fuzz (${FUZZTIME:-10s} per target)"
+step "fuzz (${FUZZTIME:-7s} per target)"
 # Every Fuzz function in the tree, each run on its own for a short while.
 # fuzz_one PKG FN: a failure counts when it wrote a failing input, or when it
 # is anything but Go 1.26's coordinator race at the end of -fuzztime
@@ -104,7 +104,7 @@ fuzz_one() {
 	# A bounded minimisation: without it a new input can keep the fuzzer
 	# minimising for the whole run instead of fuzzing.
 	set +e
-	out=$(go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-10s}" -fuzzminimizetime 500x "$pkg" 2>&1)
+	out=$(go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-7s}" -fuzzminimizetime 500x "$pkg" 2>&1)
 	status=$?
 	set -e
 	echo "$out"
