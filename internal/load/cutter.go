@@ -1,7 +1,6 @@
 package load
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log"
@@ -115,36 +114,36 @@ func (c *cutter) resumed(client string) bool {
 }
 
 // idleBody is an upstream body: a read that returns nothing for the idle
-// timeout fails with errIdleCut and closes the body.
+// timeout fails with errIdleCut and closes the body. One timer per body,
+// reset at each read, closes it: the blocked read then returns.
 type idleBody struct {
 	c      *cutter
 	body   io.ReadCloser
 	client string
+	timer  *time.Timer
+	fired  atomic.Bool
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
-	type result struct {
-		n   int
-		err error
+	if b.timer == nil {
+		b.timer = time.AfterFunc(b.c.idle, func() {
+			b.fired.Store(true)
+			_ = b.body.Close()
+		})
+	} else {
+		b.timer.Reset(b.c.idle)
 	}
-	// The read runs on its own goroutine so that the timer can cut it; the
-	// body is closed on a cut, which ends that read.
-	ctx, cancel := context.WithTimeout(context.Background(), b.c.idle)
-	defer cancel()
-	done := make(chan result, 1)
-	go func() {
-		n, err := b.body.Read(p)
-		done <- result{n, err}
-	}()
-	select {
-	case r := <-done:
-		return r.n, r.err
-	case <-ctx.Done():
-		_ = b.body.Close()
-		<-done
+	n, err := b.body.Read(p)
+	if !b.timer.Stop() && b.fired.Load() {
 		b.c.cut(b.client)
 		return 0, errIdleCut
 	}
+	return n, err
 }
 
-func (b *idleBody) Close() error { return b.body.Close() }
+func (b *idleBody) Close() error {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	return b.body.Close()
+}
