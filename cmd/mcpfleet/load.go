@@ -142,23 +142,12 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadMeta, sim.Scenario, er
 	if err := parseFlags(fs, args); err != nil {
 		return meta, scratch, err
 	}
-	base := sim.Default()
-	if meta.mission != 0 {
-		m, err := sim.MissionByNumber(meta.mission)
-		if err != nil {
-			return meta, base, usageError{fmt.Errorf("--mission: %w", err)}
-		}
-		base = m.Broken
-		if meta.fixed {
-			base = m.Reference
-		}
-	} else if meta.fixed {
-		return meta, base, usageError{errors.New("--fixed: goes with --mission N")}
+	if meta.fixed && meta.mission == 0 {
+		return meta, scratch, usageError{errors.New("--fixed: goes with --mission N")}
 	}
-	if meta.scenario != "" {
-		if err := readScenario(meta.scenario, &base); err != nil {
-			return meta, base, usageError{err}
-		}
+	base, err := layeredScenario(meta.mission, meta.fixed, meta.scenario)
+	if err != nil {
+		return meta, base, err
 	}
 	var again loadMeta
 	fs = newLoadFlagSet(&again, &base, io.Discard)

@@ -103,18 +103,9 @@ func parseSimFlags(args []string, stderr io.Writer) (simMeta, sim.Scenario, erro
 	if err := parseFlags(fs, args); err != nil {
 		return meta, scratch, err
 	}
-	base := sim.Default()
-	if meta.mission != 0 {
-		m, err := sim.MissionByNumber(meta.mission)
-		if err != nil {
-			return meta, base, usageError{fmt.Errorf("--mission: %w", err)}
-		}
-		base = m.Broken
-	}
-	if meta.scenario != "" {
-		if err := readScenario(meta.scenario, &base); err != nil {
-			return meta, base, usageError{err}
-		}
+	base, err := layeredScenario(meta.mission, false, meta.scenario)
+	if err != nil {
+		return meta, base, err
 	}
 	var again simMeta
 	fs = newSimFlagSet(&again, &base, io.Discard)
@@ -199,6 +190,29 @@ func defineScenarioFlags(fs *flag.FlagSet, s *sim.Scenario) {
 	fs.Float64Var(&s.LimitRate, "limit-rate", s.LimitRate, "calls per second per caller (0: no rate limit)")
 	fs.IntVar(&s.LimitBurst, "limit-burst", s.LimitBurst, "bucket size per caller (0: the rate rounded up)")
 	fs.IntVar(&s.LimitConcurrency, "limit-concurrency", s.LimitConcurrency, "calls in flight per caller (0: no limit)")
+}
+
+// layeredScenario is the setup flags are parsed over: the defaults, then
+// mission's broken setup (its reference answer when fixed; no mission for
+// 0), then the JSON scenario in file ("" for none).
+func layeredScenario(mission int, fixed bool, file string) (sim.Scenario, error) {
+	base := sim.Default()
+	if mission != 0 {
+		m, err := sim.MissionByNumber(mission)
+		if err != nil {
+			return base, usageError{fmt.Errorf("--mission: %w", err)}
+		}
+		base = m.Broken
+		if fixed {
+			base = m.Reference
+		}
+	}
+	if file != "" {
+		if err := readScenario(file, &base); err != nil {
+			return base, usageError{err}
+		}
+	}
+	return base, nil
 }
 
 // readScenario decodes the JSON scenario in file over s; unknown keys are errors.
