@@ -1,6 +1,7 @@
 package load
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -42,14 +43,23 @@ type sliceWriter struct{ b *[]byte }
 
 func (w *sliceWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
 
-// TestBottleneckFinder names the pinned process in the two set-ups that
-// decide whether replicas help. A CPU-heavy tool on single-core replicas:
-// the replica is pinned while the machine has CPU to spare, the verdict
-// says more replicas would help, and a second replica raises throughput.
-// Fast replicas under a heavy load: the busiest process is the load
-// generator or the gateway, not a replica, the verdict names it and says
-// replicas would not help, and a second one does not raise throughput
-// much.
+// TestBottleneckFinder holds the finder to what it must get right on any
+// machine, in the two set-ups that decide whether replicas help: a
+// CPU-heavy tool on single-core replicas, and fast replicas under a heavy
+// load. Which process comes out busiest depends on the machine's relative
+// speeds (the load generator, the gateway and a fast replica can each be
+// it), so the test asserts the verdict against the run's own samples, and
+// the verdict's advice against what a second replica really does:
+//   - the verdict follows the rules from the figures it reports (a
+//     saturated machine; else the process at 90% of its cores, named; else
+//     nothing pinned, the busiest process named);
+//   - "more replicas would help" only when a replica is pinned, and then a
+//     second replica raises throughput at least 1.3x;
+//   - "would not help" and a second replica adds less than 1.2x.
+//
+// A CPU-bound single-core replica offered 1.6 cores of work must be pinned
+// wherever it gets its core; when the machine is saturated instead (another
+// process holds a core), the test says so and skips what it cannot judge.
 func TestBottleneckFinder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts fleets")
@@ -64,16 +74,19 @@ func TestBottleneckFinder(t *testing.T) {
 			s.Slots = 1
 			return s
 		}
+		cores := coresOf(1, runtime.GOMAXPROCS(0))
 		one := fleetRun(t, bin, heavy(1), 1, 40)
 		c := cpuOf(t, one)
+		checkVerdict(t, c, cores)
+		if c.Verdict.Saturated {
+			t.Skipf("the machine was saturated (%.0f%% busy) with one replica: whether the replica is pinned cannot be judged here; %s", c.MachineBusy*100, report(one))
+		}
 		if c.Verdict.Pinned != "replica-1" || !c.Verdict.MoreReplicasHelp {
-			t.Fatalf("verdict %+v, want replica-1 pinned and more replicas helping", c.Verdict)
+			t.Fatalf("verdict %+v, want replica-1 pinned and more replicas helping: a single-core replica offered 1.6 cores of work and the machine not saturated; %s", c.Verdict, report(one))
 		}
 		two := fleetRun(t, bin, heavy(2), 1, 40)
-		cpuOf(t, two)
-		if throughput(two) < 1.3*throughput(one) {
-			t.Fatalf("throughput %.1f/s with 2 replicas, %.1f/s with 1: want at least 1.3x", throughput(two), throughput(one))
-		}
+		checkVerdict(t, cpuOf(t, two), cores)
+		checkAdvice(t, one, two)
 	})
 	t.Run("fast replicas", func(t *testing.T) {
 		// Replicas with every core and no slot limit; the load generator
@@ -87,21 +100,98 @@ func TestBottleneckFinder(t *testing.T) {
 			s.Clients = 64
 			return s
 		}
+		cores := coresOf(runtime.NumCPU(), 1)
 		one := fleetRunCores(t, bin, fast(1), runtime.NumCPU())
-		c := cpuOf(t, one)
-		if c.Verdict.MoreReplicasHelp {
-			t.Fatalf("verdict %+v: more replicas would not help here", c.Verdict)
-		}
-		if busiest := c.Processes[0]; busiest.Role != bottleneck.RoleLoadGenerator && busiest.Role != bottleneck.RoleGateway {
-			t.Fatalf("the busiest process is %+v, want the load generator or the gateway", busiest)
-		}
-		if !strings.Contains(c.Verdict.Text, c.Processes[0].Name) {
-			t.Fatalf("verdict %q does not name the busiest process %s", c.Verdict.Text, c.Processes[0].Name)
-		}
+		checkVerdict(t, cpuOf(t, one), cores)
 		two := fleetRunCores(t, bin, fast(2), runtime.NumCPU())
-		cpuOf(t, two)
-		if throughput(two) > 1.2*throughput(one) {
-			t.Fatalf("throughput %.1f/s with 2 replicas, %.1f/s with 1: a second fast replica should not add much", throughput(two), throughput(one))
-		}
+		checkVerdict(t, cpuOf(t, two), cores)
+		checkAdvice(t, one, two)
 	})
+}
+
+// coresOf is the cores each role of a run may use: replicas have replica
+// cores, the load generator (this process) loadgen, the rest every core.
+func coresOf(replica, loadgen int) func(bottleneck.Process) float64 {
+	return func(p bottleneck.Process) float64 {
+		switch p.Role {
+		case bottleneck.RoleReplica:
+			return float64(replica)
+		case bottleneck.RoleLoadGenerator:
+			return float64(loadgen)
+		}
+		return float64(runtime.NumCPU())
+	}
+}
+
+// checkVerdict holds the verdict to the rules, applied to the figures the
+// same report gives.
+func checkVerdict(t *testing.T, c *CPUReport, cores func(bottleneck.Process) float64) {
+	t.Helper()
+	v := c.Verdict
+	saturated := c.MachineBusy >= bottleneck.SaturatedAt
+	if v.Saturated != saturated {
+		t.Fatalf("verdict %+v with the machine %.1f%% busy: saturated must be %v", v, c.MachineBusy*100, saturated)
+	}
+	var pinned *bottleneck.Process
+	for i, p := range c.Processes {
+		if p.CPUCores >= bottleneck.PinnedAt*cores(p)-1e-9 && (pinned == nil || p.CPUCores/cores(p) > pinned.CPUCores/cores(*pinned)) {
+			pinned = &c.Processes[i]
+		}
+	}
+	switch {
+	case saturated:
+		if v.Pinned != "" || v.MoreReplicasHelp {
+			t.Fatalf("verdict %+v on a saturated machine: nothing is pinned and more replicas on it cannot help", v)
+		}
+	case pinned != nil:
+		if v.Pinned != pinned.Name || !strings.Contains(v.Text, pinned.Name) {
+			t.Fatalf("verdict %+v: its own samples show %s (%s) at %.1f%% of %v cores, pinned", v, pinned.Name, pinned.Role, pinned.CPUCores*100, cores(*pinned))
+		}
+		if v.MoreReplicasHelp != (pinned.Role == bottleneck.RoleReplica) {
+			t.Fatalf("verdict %+v with %s (%s) pinned: more replicas help exactly when a replica is pinned", v, pinned.Name, pinned.Role)
+		}
+	default:
+		if v.Pinned != "" || v.MoreReplicasHelp {
+			t.Fatalf("verdict %+v, but no process of the report is at %.0f%% of its cores", v, bottleneck.PinnedAt*100)
+		}
+		if len(c.Processes) == 0 || !strings.Contains(v.Text, c.Processes[0].Name) {
+			t.Fatalf("verdict %q does not name the busiest process of its own samples (%+v)", v.Text, c.Processes)
+		}
+	}
+}
+
+// checkAdvice holds the one-replica run's advice to what the two-replica
+// run measured: "more replicas would help" and throughput rises 1.3x or
+// more; "would not help" and it rises less than 1.2x. A second replica
+// cannot show its help on a machine with no CPU left for it: then the test
+// skips, saying so.
+func checkAdvice(t *testing.T, one, two *Report) {
+	t.Helper()
+	ratio := throughput(two) / throughput(one)
+	figures := fmt.Sprintf("%.1f calls/s with 2 replicas, %.1f/s with 1 (%.2fx); with 1: %s; with 2: %s",
+		throughput(two), throughput(one), ratio, report(one), report(two))
+	if one.Run.CPU.Verdict.MoreReplicasHelp {
+		if two.Run.CPU.Verdict.Saturated && ratio < 1.3 {
+			t.Skipf("the machine was saturated with two replicas: the second one's help cannot be judged here; %s", figures)
+		}
+		if ratio < 1.3 {
+			t.Fatalf("the finder said more replicas would help, but a second one added less than 1.3x: %s", figures)
+		}
+		return
+	}
+	if ratio >= 1.2 {
+		t.Fatalf("the finder said more replicas would not help, but a second one added 1.2x or more: %s", figures)
+	}
+}
+
+// report is a run's CPU figures on one line, for failure messages.
+func report(r *Report) string {
+	c := r.Run.CPU
+	var b strings.Builder
+	fmt.Fprintf(&b, "machine %.1f%% busy of %d cores;", c.MachineBusy*100, c.Cores)
+	for _, p := range c.Processes {
+		fmt.Fprintf(&b, " %s (%s) %.1f%% of a core,", p.Name, p.Role, p.CPUCores*100)
+	}
+	fmt.Fprintf(&b, " verdict: %s", c.Verdict.Text)
+	return b.String()
 }
