@@ -13,6 +13,25 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+# run NAME CMD...: one step of the suite. A step that fails is named and the
+# suite goes on with the next one (the steps are independent), so one
+# failure does not hide the state of the rest; the last line names every
+# step that failed, and the exit status is non-zero if any did.
+failed=()
+run() {
+	local name=$1 status
+	shift
+	step "$name"
+	set +e
+	(set -e; "$@")
+	status=$?
+	set -e
+	if ((status)); then
+		failed+=("$name")
+		printf '== FAILED (exit %d): %s\n' "$status" "$name"
+	fi
+}
+
 if ! command -v go >/dev/null; then
 	echo "scripts/test.sh: Go 1.26 is required (https://go.dev/dl/)" >&2
 	exit 1
@@ -59,40 +78,45 @@ if command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]]; then
 	export MCPFLEET_REQUIRE_CHROMIUM=1 # the lab's browser test
 fi
 
-step "go vet"
-go vet ./...
+run "go vet" go vet ./...
 
-step "staticcheck"
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+run "staticcheck" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-step "go test -race"
 # The load runs measure rolling restarts and CPU shares on wall-clock time:
 # they run on their own below, not beside the other packages on two cores.
-go test -race -count=1 -timeout 15m $(go list ./... | grep -v -e /internal/load)
+run "go test -race" go test -race -count=1 -timeout 15m $(go list ./... | grep -v -e /internal/load)
 
-step "go test -race: the gateway behind net/http's server (server: std)"
-MCPFLEET_TEST_SERVER=std go test -race -count=1 ./internal/gateway
+MCPFLEET_TEST_SERVER=std run "go test -race: the gateway behind net/http's server (server: std)" go test -race -count=1 ./internal/gateway
 
-step "load: real fleets against the model, the chaos preset's rolling restarts, the bottleneck finder (internal/load, alone)"
 # It measures CPU shares and throughput on wall-clock time: alone, and
 # without the race detector's tenfold cost.
-go test -count=1 -timeout 8m ./internal/load
+run "load: real fleets against the model, the chaos preset's rolling restarts, the bottleneck finder (internal/load, alone)" \
+	go test -count=1 -timeout 8m ./internal/load
 
 # The deployment artefacts are nested modules, so that the binary's own
 # module gains neither go-containerregistry nor Helm and the Kubernetes API.
-step "deploy/image: the container image, built offline and inspected"
-(cd deploy/image && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && go test -count=1 ./...)
+deploy_image() {
+	cd deploy/image
+	go vet ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	go test -count=1 ./...
+}
+run "deploy/image: the container image, built offline and inspected" deploy_image
 
-step "deploy/helm: the Helm chart, rendered and decoded strictly"
 # Its module replaces this one (it checks the chart with serve's own
 # configuration code), so a change of the root go.mod needs a tidy here too.
-if ! (cd deploy/helm && go mod tidy -diff >/dev/null); then
-	echo "deploy/helm/go.mod is out of date with the root module's: run (cd deploy/helm && go mod tidy)" >&2
-	exit 1
-fi
-(cd deploy/helm && go vet ./... && go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... && go test -count=1 ./...)
+deploy_helm() {
+	cd deploy/helm
+	if ! go mod tidy -diff >/dev/null; then
+		echo "deploy/helm/go.mod is out of date with the root module's: run (cd deploy/helm && go mod tidy)" >&2
+		return 1
+	fi
+	go vet ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	go test -count=1 ./...
+}
+run "deploy/helm: the Helm chart, rendered and decoded strictly" deploy_helm
 
-step "fuzz (${FUZZTIME:-7s} per target)"
 # Every Fuzz function in the tree, each run on its own for a short while.
 # fuzz_one PKG FN: a failure counts when it wrote a failing input, or when it
 # is anything but Go 1.26's coordinator race at the end of -fuzztime
@@ -117,20 +141,34 @@ fuzz_one() {
 	fi
 	return 1
 }
-grep -rl --include='*_test.go' '^func Fuzz' internal | while read -r file; do
-	pkg="./$(dirname "$file")"
-	for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
-		echo "-- $pkg $fn"
-		fuzz_one "$pkg" "$fn"
+# fuzz_all runs every target, even past one that fails, and names those
+# that failed.
+fuzz_all() {
+	local file pkg fn bad=()
+	for file in $(grep -rl --include='*_test.go' '^func Fuzz' internal); do
+		pkg="./$(dirname "$file")"
+		for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
+			echo "-- $pkg $fn"
+			fuzz_one "$pkg" "$fn" || bad+=("$pkg $fn")
+		done
 	done
-done
+	if ((${#bad[@]})); then
+		printf -- '-- fuzz target failed: %s\n' "${bad[@]}" >&2
+		return 1
+	fi
+}
+run "fuzz (${FUZZTIME:-7s} per target)" fuzz_all
 
-step "benchmarks (once each)"
-go test -run '^$' -bench . -benchtime 1x ./...
+run "benchmarks (once each)" go test -run '^$' -bench . -benchtime 1x ./...
 
 if [[ "${SKIP_CONFORMANCE:-}" == 1 ]]; then
 	step "conformance: skipped (SKIP_CONFORMANCE=1)"
 else
-	step "MCP conformance suite, direct and through the gateway"
-	bash scripts/conformance.sh
+	run "MCP conformance suite, direct and through the gateway" bash scripts/conformance.sh
 fi
+
+if ((${#failed[@]})); then
+	printf '\nscripts/test.sh: %d step(s) failed: %s\n' "${#failed[@]}" "$(IFS=';'; echo "${failed[*]}" | sed 's/;/; /g')"
+	exit 1
+fi
+printf '\nscripts/test.sh: every step passed\n'
