@@ -23,6 +23,7 @@ commands:
   testserver   run one MCP test server (official Go SDK), both protocol eras
   secret       print a new secret file (session keys, routing salt) for serve
   health       exit 0 if serve's /healthz answers 200 (the image's HEALTHCHECK)
+  fleet        the fleet as several gateways see it (their admin /api/fleet), drain or resume a replica on all
   lbconfig     emit nginx or HAProxy configs that keep the fleet's rules
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
   chaos        a rolling restart under load on loopback: lost, killed and doubled calls
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"load":       runLoad,
 		"lab":        runLab,
 		"lbconfig":   runLbconfig,
+		"fleet":      runFleet,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

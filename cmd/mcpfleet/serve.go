@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/store"
@@ -26,7 +27,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "YAML configuration `file` (docs/CONFIG.md); flags override its keys")
 	listen := fs.String("listen", "", "MCP listener `address` (default 127.0.0.1:8080)")
-	admin := fs.String("admin", "", "admin listener `address` for /metrics and /debug/pprof/ (default off)")
+	admin := fs.String("admin", "", "admin listener `address` for /metrics, the fleet page and API, and /debug/pprof/ (default off)")
+	adminToken := fs.String("admin-token-file", "", "`file` holding the bearer token the admin listener's /api/ routes require (default none)")
 	var ups listFlag
 	fs.Var(&ups, "upstream", "replica MCP endpoint `URL` (repeatable); replaces the config's upstreams")
 	bal := fs.String("balance", "", "hash, least-inflight or round-robin (default hash)")
@@ -58,6 +60,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	set(&cfg.Listen, *listen)
 	set(&cfg.Admin, *admin)
+	set(&cfg.AdminTokenFile, *adminToken)
 	set(&cfg.Balance, *bal)
 	set(&cfg.LogLevel, *level)
 	set(&cfg.SecretFile, *secret)
@@ -180,7 +183,11 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 	}
 	rg.addr = ln.Addr()
 	var aln net.Listener
+	var adminToken string
 	if cfg.Admin != "" {
+		if adminToken, err = readAdminToken(cfg.AdminTokenFile); err != nil {
+			return fail(usageError{err}, ln)
+		}
 		if aln, err = net.Listen("tcp", cfg.Admin); err != nil {
 			return fail(fmt.Errorf("listening on admin address: %w", err), ln)
 		}
@@ -198,7 +205,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 	rg.srv = srv
 	go func() { rg.served <- serve(ln) }()
 	if aln != nil {
-		rg.serveAdmin(aln, admCerts)
+		rg.serveAdmin(aln, admCerts, adminToken)
 	}
 	log.Info("gateway listening", "addr", rg.addr.String(), "admin", cfg.Admin,
 		"upstreams", len(cfg.Upstreams), "balance", cfg.Balance, "server", cfg.Server, "tls", certs != nil)
@@ -223,13 +230,14 @@ func loadCerts(cfg config.Config, log *slog.Logger) (mcp, admin *certSlot, err e
 	return mcp, admin, nil
 }
 
-// serveAdmin serves /metrics and Go's profiles on aln, over TLS when certs
-// is not nil.
-func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot) {
+// serveAdmin serves /metrics, the fleet page and API (token, when not "",
+// guarding /api/) and Go's profiles on aln, over TLS when certs is not nil.
+func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot, token string) {
 	reg := rg.gw.Metrics().Registry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", rg.gw.Metrics().Handler())
+	admin.Register(mux, rg.gw, &admin.Options{Token: token, Log: rg.log})
 	// Profiles, for the operator who asks where the time goes; the
 	// admin listener is theirs alone (docs/GATEWAY.md).
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -280,4 +288,32 @@ func (rg *runningGateway) shutdown(grace time.Duration) error {
 	rg.gw.Close()
 	rg.stores.close()
 	return err
+}
+
+// readAdminToken reads the admin token from path ("" for none): one line,
+// in a file only this process's user (or group) may read, as the secret
+// file. No error quotes the token.
+func readAdminToken(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	if err := config.CheckSecretFile(path); err != nil {
+		return "", fmt.Errorf("admin_token_file %s: %w", path, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading admin_token_file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("admin_token_file %s: empty: want one line, the token", path)
+	case strings.ContainsAny(tok, "\r\n"):
+		return "", fmt.Errorf("admin_token_file %s: more than one line: want one line, the token", path)
+	case len(tok) < 16:
+		return "", fmt.Errorf("admin_token_file %s: the token is shorter than 16 characters", path)
+	case strings.ContainsFunc(tok, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return "", fmt.Errorf("admin_token_file %s: the token holds spaces or control characters", path)
+	}
+	return tok, nil
 }

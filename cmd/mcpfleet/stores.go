@@ -109,6 +109,7 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		c := s.redis
 		o.StoreCheck = func(ctx context.Context) error { return c.Ping(ctx).Err() }
 	}
+	o.Stores = storeInfos(&cfg, o, s.redis)
 	// Last: nothing after it can fail and leave the refresh running.
 	if vo, src, on := verifyOptions(&cfg); on {
 		v, err := identity.NewVerifier(vo)
@@ -178,4 +179,33 @@ func (s *stores) close() {
 	if s.redis != nil {
 		_ = s.redis.Close()
 	}
+}
+
+// storeInfos lists the stores the gateway uses, for the fleet view: each
+// with where it lives and, for Redis, a PING to say whether it answers.
+func storeInfos(cfg *config.Config, o *gateway.Options, c redis.UniversalClient) []gateway.StoreInfo {
+	var ping func(context.Context) error
+	if c != nil {
+		ping = func(ctx context.Context) error { return c.Ping(ctx).Err() }
+	}
+	var out []gateway.StoreInfo
+	add := func(name string, redisBacked bool) {
+		if redisBacked {
+			out = append(out, gateway.StoreInfo{Name: name, Kind: "redis", Check: ping})
+			return
+		}
+		out = append(out, gateway.StoreInfo{Name: name, Kind: "memory"})
+	}
+	if !o.NoIdempotency {
+		add("idempotency", cfg.Idempotency == "redis")
+	}
+	add("tasks", cfg.TaskStore == "redis")
+	add("resume", cfg.Resume.Store == "redis")
+	if o.Limits != nil {
+		add("limits", cfg.Limits.Store == "redis")
+	}
+	if o.Cache != nil {
+		add("cache", cfg.Cache.Mode == "shared")
+	}
+	return out
 }

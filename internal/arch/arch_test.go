@@ -48,7 +48,7 @@ func mustNot(t *testing.T, pkg string, bad ...string) {
 // TestDecisionsDoNoIO: the decision packages the gateway and the simulator
 // share import no net/http and no store client.
 func TestDecisionsDoNoIO(t *testing.T) {
-	for _, pkg := range []string{"health", "balance", "ring", "limit", "cache", "sim"} {
+	for _, pkg := range []string{"health", "balance", "ring", "limit", "cache", "sim", "window"} {
 		mustNot(t, pkg, "net/http", redis)
 	}
 }
@@ -73,7 +73,7 @@ func TestConfigIsSchemaOnly(t *testing.T) {
 // TestToolsDoNotImportTheGateway: tools that only print, simulate or probe
 // from outside stand apart from the gateway they measure.
 func TestToolsDoNotImportTheGateway(t *testing.T) {
-	for _, pkg := range []string{"sim", "lab", "lbconfig", "probe", "config", "testserver", "ring", "balance"} {
+	for _, pkg := range []string{"sim", "lab", "lbconfig", "probe", "config", "testserver", "ring", "balance", "admin"} {
 		mustNot(t, pkg, "internal/gateway")
 	}
 }

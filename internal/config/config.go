@@ -34,8 +34,13 @@ type Config struct {
 	// Listen is the MCP listener's address; /healthz and /readyz are served
 	// there too.
 	Listen string `yaml:"listen"`
-	// Admin is the admin listener's address (/metrics); "" turns it off.
+	// Admin is the admin listener's address (/metrics, the fleet page and
+	// API); "" turns it off.
 	Admin string `yaml:"admin"`
+	// AdminTokenFile is the path of a file holding the bearer token every
+	// /api/ route of the admin listener then requires (docs/ADMIN.md);
+	// "" requires none. /metrics, /healthz and /readyz stay open.
+	AdminTokenFile string `yaml:"admin_token_file"`
 	// Path is the MCP endpoint's path.
 	Path string `yaml:"path"`
 	// SSEPath is where the deprecated 2024-11-05 HTTP+SSE transport opens
@@ -308,6 +313,12 @@ func (c *Config) Validate() error {
 	}
 	checkAddr(bad, "listen", c.Listen, true)
 	checkAddr(bad, "admin", c.Admin, false)
+	switch {
+	case c.AdminTokenFile != "" && c.Admin == "":
+		bad("admin_token_file", "has no effect without admin (the admin listener's address)")
+	case strings.ContainsAny(c.AdminTokenFile, "\x00\r\n"):
+		bad("admin_token_file", "want the path of a file that holds the token")
+	}
 	if !strings.HasPrefix(c.Path, "/") || c.Path == "/healthz" || c.Path == "/readyz" {
 		bad("path", "must start with / and not be /healthz or /readyz, got %q", c.Path)
 	}

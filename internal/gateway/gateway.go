@@ -39,6 +39,7 @@ type Gateway struct {
 	seq         atomic.Uint64 // round-robin counter
 	draining    atomic.Bool   // /readyz answers 503 once set
 	stores      *storeCheck   // what /readyz asks of the stores
+	started     time.Time     // for the fleet view's uptime
 
 	// recent keeps the events of the legacy POST streams being relayed,
 	// and of those whose client went away when Options.Streams is nil.
@@ -85,6 +86,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 	ending, endStreams := context.WithCancel(base)
 	standalone, endStandalone := context.WithCancel(ending)
 	g := &Gateway{
+		started:       time.Now(),
 		ending:        ending,
 		endStreams:    endStreams,
 		standalone:    standalone,

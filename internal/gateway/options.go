@@ -108,6 +108,9 @@ type Options struct {
 	// answer (a ping); while it fails /readyz answers 503. It is asked at
 	// most once a second, with a 500 ms deadline.
 	StoreCheck func(context.Context) error
+	// Stores lists the shared state the gateway uses and where it lives,
+	// for the fleet view (GET /api/fleet); nil shows none.
+	Stores []StoreInfo
 	// Streams keeps the events of legacy streams whose client went away,
 	// for a resume through any gateway process that shares it (a
 	// redisstreams.Store); nil means this process's memory only.

@@ -80,6 +80,7 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, readO
 		rec.replica, rec.attempts = rep.Name(), rec.attempts+1
 		resp, outcome, err := g.passOnce(r, rep, body)
 		if err == nil {
+			rec.rep = rep
 			defer rep.Release()
 			g.relayVerbatim(w, r, resp, rec)
 			return

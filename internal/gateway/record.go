@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
 // record collects what happened to one request, for its metrics and its
@@ -15,6 +16,7 @@ type record struct {
 	r              *http.Request
 	q              *request
 	replica        string
+	rep            *upstream.Replica // the replica that answered; nil when none did
 	attempts       int
 	status         int
 	rejected       bool // answered by the gateway itself
@@ -73,6 +75,9 @@ func (g *Gateway) finish(rec *record) {
 		replica = "none"
 	}
 	out := rec.outcome()
+	if rec.rep != nil {
+		rec.rep.Finished(rec.start.Add(d), d, out == "upstream_error" || out == "upstream_cut")
+	}
 	g.metrics.requests.WithLabelValues(label, era, replica, out).Inc()
 	g.metrics.duration.WithLabelValues(label, era).Observe(d.Seconds())
 	g.log.LogAttrs(rec.r.Context(), slog.LevelInfo, "request",

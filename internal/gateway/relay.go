@@ -65,6 +65,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, resp *http.Response, rec *record) {
 	g.metrics.streams.Inc()
 	defer g.metrics.streams.Dec()
+	if rec.rep != nil {
+		rec.rep.StreamOpened()
+		defer rec.rep.StreamClosed()
+	}
 	// First byte at once: the client sees the stream open as soon as the
 	// replica opens it.
 	if cw.Flush() != nil {

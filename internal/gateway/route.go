@@ -54,6 +54,7 @@ func (g *Gateway) route(ctx context.Context, q *request) (target, *mcpmsg.Error)
 		return target{}, errSessionNotFound
 	}
 	q.upstreamSession = c.SessionID
+	rep.SawSession(time.Now(), c.SessionID)
 	return target{pinned: rep}, nil
 }
 
@@ -97,6 +98,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 		rec.replica, rec.attempts = rep.Name(), rec.attempts+1
 		resp, outcome, err := g.attemptResume(ctx, r, q, rep)
 		if err == nil {
+			rec.rep = rep
 			return resp, rep, nil
 		}
 		g.log.Warn("forwarding failed", "replica", rep.Name(), "outcome", outcomeName(outcome), "error", err)
@@ -112,6 +114,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 			return nil, nil, verdictError(v)
 		}
 		g.metrics.retries.WithLabelValues(outcomeName(outcome)).Inc()
+		rep.Retried()
 		tried = append(tried, idx)
 		in.Seq++
 	}
@@ -263,6 +266,7 @@ func (g *Gateway) learn(q *request, rep *upstream.Replica, resp *http.Response) 
 			return
 		}
 		resp.Header.Set(mcpmsg.HeaderSessionID, sealed)
+		rep.SawSession(time.Now(), id)
 	case q.sessionID != "":
 		resp.Header.Set(mcpmsg.HeaderSessionID, q.sessionID)
 	default:

@@ -190,6 +190,7 @@ func (c *Checker) checkOne(ctx context.Context, r *Replica) {
 	if ctx.Err() != nil || c.fleet.Snapshot().Lookup(r.name) != r {
 		return
 	}
+	r.stats.lastCheck.Store(&Check{At: time.Now(), Result: res, Reason: reason})
 	r.observe(res, reason, c.policy)
 }
 

@@ -48,6 +48,8 @@ type Replica struct {
 	mu sync.Mutex // guards status and orders OnChange calls
 	// status is the replica's state and current streak.
 	status Status
+
+	stats stats // the fleet view's figures (stats.go)
 }
 
 // Name returns the replica's name.
@@ -86,9 +88,13 @@ func (s *Snapshot) At(i int) *Replica { return s.replicas[i] }
 func (s *Snapshot) InFlight(i int) int64 { return s.replicas[i].InFlight() }
 
 // Eligible reports whether the i-th replica may take new work: only when it
-// is up. Down and draining replicas take none; requests pinned to a draining
-// replica by their session are routed without asking.
-func (s *Snapshot) Eligible(i int) bool { return s.replicas[i].State() == StateUp }
+// is up and not drained by hand (SetHeld). Down and draining replicas take
+// none; requests pinned to a draining replica by their session are routed
+// without asking.
+func (s *Snapshot) Eligible(i int) bool {
+	r := s.replicas[i]
+	return r.State() == StateUp && !r.stats.held.Load()
+}
 
 // Lookup returns the replica named name, or nil.
 func (s *Snapshot) Lookup(name string) *Replica {

@@ -1,0 +1,118 @@
+// Package admin is the gateway's fleet view on the admin listener: the
+// snapshot GET /api/fleet serves (Fleet), the page at / that draws it, the
+// drain and resume actions, the bearer token that guards them, and the
+// merged table of several gateways' views that `mcpfleet fleet` prints
+// (docs/ADMIN.md). It knows nothing of the gateway: a Source gives it the
+// snapshot and takes the actions.
+package admin
+
+import "time"
+
+// The replica states of Replica.State.
+const (
+	// StateUp: the replica takes new work.
+	StateUp = "up"
+	// StateDown: its checks (or connections) failed; it takes no new work.
+	StateDown = "down"
+	// StateDraining: it said it is draining, or an operator drained it by
+	// hand (Replica.Held); its sessions and calls in flight go on.
+	StateDraining = "draining"
+	// StateChecking: it is down and its checks have begun to pass again,
+	// not yet enough of them in a row to bring it back.
+	StateChecking = "checking"
+)
+
+// Fleet is one gateway's view of its fleet at one moment. Its JSON is the
+// schema fleet.schema.json describes; docs/ADMIN.md gives every field.
+type Fleet struct {
+	// At is when the snapshot was taken.
+	At       time.Time `json:"at"`
+	Gateway  Gateway   `json:"gateway"`
+	Replicas []Replica `json:"replicas"`
+}
+
+// Gateway is the gateway's own figures.
+type Gateway struct {
+	Version string `json:"version"`
+	// Started is when the gateway started; Uptime the seconds since.
+	Started  time.Time `json:"started"`
+	Uptime   float64   `json:"uptime_s"`
+	Draining bool      `json:"draining"`
+	Stores   []Store   `json:"stores"`
+	Limits   Limits    `json:"limits"`
+	Cache    Cache     `json:"cache"`
+	FailOpen FailOpen  `json:"fail_open"`
+}
+
+// Store is one piece of shared state and where it lives.
+type Store struct {
+	// Name is what it keeps: idempotency, tasks, limits, cache, resume.
+	Name string `json:"name"`
+	// Kind is memory or redis.
+	Kind string `json:"kind"`
+	// Healthy says the store answered its last check (memory always
+	// does); Error says why not, without any credential.
+	Healthy bool   `json:"healthy"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Limits counts the admission decisions since start, by reason.
+type Limits struct {
+	// Admitted is by reason: none (under every limit), fail_open (let
+	// through while the store did not answer).
+	Admitted map[string]uint64 `json:"admitted"`
+	// Refused is by reason: rate, concurrency, tool, store.
+	Refused map[string]uint64 `json:"refused"`
+}
+
+// Cache counts the cacheable requests since start.
+type Cache struct {
+	Hits   uint64 `json:"hits"`
+	Misses uint64 `json:"misses"`
+	Bypass uint64 `json:"bypass"`
+	Errors uint64 `json:"errors"`
+}
+
+// FailOpen counts what went on without a store that did not answer.
+type FailOpen struct {
+	// Limits: calls let through without an admission decision.
+	Limits uint64 `json:"limits"`
+	// Idempotency: calls run without deduplication.
+	Idempotency uint64 `json:"idempotency"`
+}
+
+// Replica is one replica as this gateway sees it.
+type Replica struct {
+	Name  string `json:"name"`
+	URL   string `json:"url"`
+	State string `json:"state"`
+	// Held says an operator drained the replica by hand on this gateway
+	// (POST /api/replicas/{name}/drain); State is then draining.
+	Held bool `json:"held"`
+	// Health is the state its checks alone give (up, down, draining,
+	// checking), whatever Held says.
+	Health   string `json:"health"`
+	InFlight int64  `json:"inflight"`
+	// Sessions estimates its 2025-11-25 sessions with a request through
+	// this gateway in the last 5 to 10 minutes.
+	Sessions int `json:"sessions"`
+	// Streams is the SSE streams relayed from it now.
+	Streams  int64  `json:"streams"`
+	Requests uint64 `json:"requests"`
+	Errors   uint64 `json:"errors"`
+	Retries  uint64 `json:"retries"`
+	// LatencyP50 and LatencyP99 are over the answers of the last minute,
+	// in milliseconds; 0 with none.
+	LatencyP50 float64    `json:"latency_p50_ms"`
+	LatencyP99 float64    `json:"latency_p99_ms"`
+	LastCheck  *LastCheck `json:"last_check"`
+}
+
+// LastCheck is a replica's last active health check; null before the
+// first, or when no checks run.
+type LastCheck struct {
+	At time.Time `json:"at"`
+	// Result is ok, fail or draining.
+	Result string `json:"result"`
+	Reason string `json:"reason,omitempty"`
+}

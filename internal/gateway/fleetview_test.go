@@ -1,0 +1,153 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/admin"
+	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// view is the gateway's fleet view, held to its schema.
+func view(t *testing.T, g *Gateway) admin.Fleet {
+	t.Helper()
+	f := g.Fleet(time.Now())
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ValidateFleetJSON(b); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	return f
+}
+
+func replicaOf(t *testing.T, f admin.Fleet, name string) admin.Replica {
+	t.Helper()
+	for _, r := range f.Replicas {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no replica %s in the view", name)
+	return admin.Replica{}
+}
+
+// TestFleetViewCountsWhatReachesEachReplica: requests, a session, a call in
+// flight and its stream, and the latency show on the replica they reached,
+// and nowhere else.
+func TestFleetViewCountsWhatReachesEachReplica(t *testing.T) {
+	f := startFleet(t, 3, &Options{Balance: balance.RoundRobin})
+	v := view(t, f.gw)
+	if len(v.Replicas) != 3 {
+		t.Fatalf("%d replicas in the view, want 3", len(v.Replicas))
+	}
+	for _, r := range v.Replicas {
+		if r.State != admin.StateUp || r.Requests != 0 || r.LastCheck != nil {
+			t.Fatalf("a fresh replica: %+v", r)
+		}
+	}
+	legacy := connect(t, f.url(), "2025-11-25", nil)
+	home := callText(t, legacy, "whoami", nil)
+	for range 3 {
+		callText(t, legacy, "whoami", nil)
+	}
+	v = view(t, f.gw)
+	if r := replicaOf(t, v, home); r.Sessions != 1 || r.Requests < 5 || r.LatencyP50 <= 0 || r.LatencyP99 < r.LatencyP50 {
+		t.Fatalf("the session's replica: %+v, want 1 session, its 5 or more requests and their latency", r)
+	}
+	for _, r := range v.Replicas {
+		if r.Name != home && r.Sessions != 0 {
+			t.Fatalf("%s counts a session it never had: %+v", r.Name, r)
+		}
+	}
+	// A slow call of the session: in flight, with its stream, while it
+	// runs (on top of the session's standalone GET stream, if the client
+	// has opened it).
+	base := replicaOf(t, view(t, f.gw), home)
+	done := make(chan error, 1)
+	go func() {
+		// With a progress token the replica streams its progress at
+		// once (a silent call would sit in an early stream of the
+		// gateway's own until the replica answers).
+		p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 2, "progress_every": 0.2}}
+		p.SetProgressToken("slow")
+		_, err := legacy.CallTool(context.Background(), p)
+		done <- err
+	}()
+	waitReplica(t, f.gw, home, "the slow call in flight with its stream", func(r admin.Replica) bool {
+		return r.InFlight == base.InFlight+1 && r.Streams == base.Streams+1
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitReplica(t, f.gw, home, "the call ended", func(r admin.Replica) bool {
+		return r.InFlight == base.InFlight && r.Streams == base.Streams && r.Requests == base.Requests+1 && r.Errors == 0
+	})
+}
+
+// waitReplica waits up to 5 s for the view of replica name to satisfy ok.
+func waitReplica(t *testing.T, g *Gateway, name, what string, ok func(admin.Replica) bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := replicaOf(t, view(t, g), name)
+		if ok(r) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never seen on %s: %+v", what, name, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDrainByHand: a replica drained by hand takes no new 2026-07-28 call
+// and no new session, while a session already there keeps working; resumed,
+// it takes new work again.
+func TestDrainByHand(t *testing.T) {
+	f := startFleet(t, 3, &Options{Balance: balance.RoundRobin})
+	legacy := connect(t, f.url(), "2025-11-25", nil)
+	home := callText(t, legacy, "whoami", nil)
+	if changed, err := f.gw.SetHeld(home, true); err != nil || !changed {
+		t.Fatalf("SetHeld: %v %v", changed, err)
+	}
+	if _, err := f.gw.SetHeld("nope", true); err != admin.ErrUnknownReplica {
+		t.Fatalf("an unknown replica: %v", err)
+	}
+	r := replicaOf(t, view(t, f.gw), home)
+	if r.State != admin.StateDraining || !r.Held || r.Health != admin.StateUp {
+		t.Fatalf("the held replica: %+v, want draining, held, healthy", r)
+	}
+	before := r.Requests
+	stateless := connect(t, f.url(), "", nil)
+	for range 12 {
+		if got := callText(t, stateless, "whoami", nil); got == home {
+			t.Fatalf("a new 2026-07-28 call reached %s, drained by hand", home)
+		}
+	}
+	for range 3 {
+		if s := connect(t, f.url(), "2025-11-25", nil); callText(t, s, "whoami", nil) == home {
+			t.Fatalf("a new session opened on %s, drained by hand", home)
+		}
+	}
+	for range 3 {
+		if got := callText(t, legacy, "whoami", nil); got != home {
+			t.Fatalf("the session moved to %s", got)
+		}
+	}
+	if r := replicaOf(t, view(t, f.gw), home); r.Requests != before+3 {
+		t.Fatalf("%s took %d requests while held, want the session's 3", home, r.Requests-before)
+	}
+	f.gw.SetHeld(home, false)
+	seen := map[string]bool{}
+	for range 6 {
+		seen[callText(t, stateless, "whoami", nil)] = true
+	}
+	if !seen[home] {
+		t.Fatalf("resumed, %s took none of 6 round-robin calls (%v)", home, seen)
+	}
+}
