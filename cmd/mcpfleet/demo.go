@@ -19,6 +19,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway `address`")
+	adminAddr := fs.String("admin", "127.0.0.1:0", "admin listener `address`: the fleet page, /api/fleet, /metrics (default a free loopback port)")
 	replicas := fs.Int("replicas", 3, "test server replicas to start (1 to 12)")
 	dur := fs.Duration("for", 0, "stop after this long (default: until Ctrl-C)")
 	verbose := fs.Bool("v", false, "log every request")
@@ -41,6 +42,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	cfg := config.Default()
 	cfg.Listen = *listen
+	cfg.Admin = *adminAddr
 	// The replicas drain with the demo; they stop before the gateway does.
 	srvCtx, stopServers := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -65,7 +67,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	printDemo(stdout, gw.addr.String(), cfg)
+	printDemo(stdout, gw.addr.String(), gw.admin, cfg)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "\nmcpfleet demo: stopping")
 	err = gw.shutdown(2 * time.Second)
@@ -75,13 +77,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return err
 }
 
-func printDemo(w io.Writer, addr string, cfg config.Config) {
+func printDemo(w io.Writer, addr string, admin net.Addr, cfg config.Config) {
 	url := "http://" + addr + cfg.Path
 	fmt.Fprintf(w, "mcpfleet demo: %d test servers behind the gateway\n\n", len(cfg.Upstreams))
 	for _, u := range cfg.Upstreams {
 		fmt.Fprintf(w, "  %-10s %s\n", u.Name, u.URL)
 	}
-	fmt.Fprintf(w, "\n  gateway    %s\n  health     http://%s/healthz\n\n", url, addr)
+	fmt.Fprintf(w, "\n  gateway    %s\n  health     http://%s/healthz\n", url, addr)
+	if admin != nil {
+		fmt.Fprintf(w, "  fleet page http://%s/ (live: state, load, sessions; drain and resume)\n", admin)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Ask the fleet who answers (2026-07-28, stateless: any replica may):\n\n%s\n\n", curlWhoami(url))
 	fmt.Fprintf(w, "Or connect an MCP client to %s, e.g.:\n  npx @modelcontextprotocol/inspector --transport http --server-url %s\n\nCtrl-C stops the fleet.\n", url, url)
 }

@@ -55,6 +55,24 @@ func TestLatencyExtremes(t *testing.T) {
 	}
 }
 
+// TestBucketOfIsTheLogarithm: the bucket found from the float's exponent
+// is the one the logarithm gives.
+func TestBucketOfIsTheLogarithm(t *testing.T) {
+	for d := latencyBase + 1; d < time.Hour; d = d*1013/1000 + 1 {
+		want := min(1+int(math.Floor(4*math.Log2(float64(d)/float64(latencyBase)))), latencyBuckets-1)
+		if got := bucketOf(d); got != want && !nearBound(d) {
+			t.Fatalf("bucketOf(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+// nearBound says d is within float rounding of a bucket's bound, where
+// the two ways may round apart.
+func nearBound(d time.Duration) bool {
+	x := 4 * math.Log2(float64(d)/float64(latencyBase))
+	return math.Abs(x-math.Round(x)) < 1e-9
+}
+
 func hashes(n int) []uint64 {
 	seed := maphash.MakeSeed()
 	out := make([]uint64, n)
