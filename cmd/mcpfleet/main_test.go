@@ -23,6 +23,10 @@ func runCmd(t *testing.T, ctx context.Context, args ...string) (code int, stdout
 func TestUsageErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\nkeepalive: -5s\n"), 0o600)
+	shortToken := filepath.Join(t.TempDir(), "short-token")
+	os.WriteFile(shortToken, []byte("short\n"), 0o600)
+	openToken := filepath.Join(t.TempDir(), "open-token")
+	os.WriteFile(openToken, []byte("a-long-enough-admin-token\n"), 0o644)
 	unknown := filepath.Join(t.TempDir(), "unknown.yaml")
 	os.WriteFile(unknown, []byte("upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\nlisten_addr: x\n"), 0o600)
 	tests := []struct {
@@ -54,6 +58,13 @@ func TestUsageErrors(t *testing.T) {
 		{"load calibrate without fleet", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--calibrate", "all"}, 2, "--calibrate"},
 		{"load calibrate bad mission", []string{"load", "--fleet", "3", "--calibrate", "9"}, 2, "--calibrate"},
 		{"load bad pids", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--pids", "api=x"}, 2, "--pids"},
+		{"serve token without admin", []string{"serve", "--upstream", "http://127.0.0.1:1/mcp", "--admin-token-file", shortToken}, 2, "admin_token_file: has no effect without admin"},
+		{"serve short admin token", []string{"serve", "--upstream", "http://127.0.0.1:1/mcp", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--admin-token-file", shortToken}, 2, "shorter than 16"},
+		{"serve admin token others may read", []string{"serve", "--upstream", "http://127.0.0.1:1/mcp", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--admin-token-file", openToken}, 2, "admin_token_file"},
+		{"fleet without admin", []string{"fleet"}, 2, "--admin"},
+		{"fleet bad admin url", []string{"fleet", "--admin", "127.0.0.1:9090"}, 2, "want http(s)://host:port"},
+		{"fleet drain and resume", []string{"fleet", "--admin", "http://127.0.0.1:1", "--drain", "a", "--resume", "a"}, 2, "one at a time"},
+		{"fleet unreachable", []string{"fleet", "--admin", "http://127.0.0.1:1", "--timeout", "1s"}, 1, "could not be read"},
 		{"chaos bad era", []string{"chaos", "--era", "1999"}, 2, "era"},
 		{"chaos bad kill", []string{"chaos", "--kill", "gently"}, 2, "kill"},
 		{"chaos roll gateways alone", []string{"chaos", "--roll", "gateways", "--gateways", "1"}, 2, "roll gateways"},
