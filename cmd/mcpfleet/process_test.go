@@ -179,17 +179,31 @@ func TestReloadOnHangup(t *testing.T) {
 	write("listen: " + gw + "\nupstreams: [{name: old, url: 'http://" + addrs[0] + "/mcp'}]\n")
 	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
 	cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	})
 	testproc.WaitReady(t, "http://"+gw+"/readyz")
 	if got := whoami(t, gw); got != "old" {
 		t.Fatalf("before the reload: %s", got)
 	}
 	write("listen: " + gw + "\nupstreams: [{name: new, url: 'ftp://nowhere'}]\n") // invalid
 	cmd.Process.Signal(syscall.SIGHUP)
-	time.Sleep(300 * time.Millisecond)
+	// Once the gateway has said it refused the reload, the old fleet must
+	// still answer.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "reload refused"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway never said it refused the invalid reload")
+		}
+	}
 	if got := whoami(t, gw); got != "old" {
 		t.Fatalf("an invalid reload changed the fleet: %s", got)
 	}

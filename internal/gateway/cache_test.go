@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,7 +210,16 @@ func TestPrivateEntriesStayPrivate(t *testing.T) {
 // declare read-only runs every time.
 func TestReadOnlyToolResults(t *testing.T) {
 	ttl := 400 * time.Millisecond
-	f := startCached(t, cache.Rules{Tools: map[string]bool{"lookup": true, "fetch": true}, ToolTTL: ttl}, cache.NewLocal(0, 0))
+	// The store's clock moves only when a step waits: however slow a
+	// call, the steps before cache.ttl come before it.
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	f := startCached(t, cache.Rules{Tools: map[string]bool{"lookup": true, "fetch": true}, ToolTTL: ttl}, cache.NewLocalAt(0, 0, clock))
 	r := newRaw(t, f.fronts[0].URL+"/mcp", "2026-07-28")
 	ask(t, r, "tools/list", nil, "alice") // the gateway learns the annotations
 	steps := []struct {
@@ -227,7 +237,9 @@ func TestReadOnlyToolResults(t *testing.T) {
 		{"the same again", "fetch", "alice", "k", 0, 2},
 	}
 	for _, st := range steps {
-		time.Sleep(st.wait)
+		mu.Lock()
+		now = now.Add(st.wait)
+		mu.Unlock()
 		ask(t, r, "tools/call", map[string]any{"name": st.tool, "arguments": map[string]any{"key": st.ak}}, st.who)
 		if n := f.calls.Started(st.tool); n != st.runs {
 			t.Fatalf("%s: %s ran %d times, want %d", st.what, st.tool, n, st.runs)

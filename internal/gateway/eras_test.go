@@ -129,14 +129,23 @@ func TestProgressArrivesThroughGateway(t *testing.T) {
 					times = append(times, time.Now())
 				},
 			})
-			params := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 1.2, "progress_every": 0.3}}
+			// Eleven ticks or so: a loaded machine's ticker drops some.
+			params := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 1.2, "progress_every": 0.1}}
 			params.SetProgressToken("p1")
 			start := time.Now()
 			if _, err := cs.CallTool(context.Background(), params); err != nil {
 				t.Fatal(err)
 			}
 			end := time.Now()
-			time.Sleep(100 * time.Millisecond) // the client handles notifications asynchronously
+			// The client handles notifications asynchronously.
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				mu.Lock()
+				n := len(times)
+				mu.Unlock()
+				if n >= 3 {
+					break
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if len(times) < 3 {

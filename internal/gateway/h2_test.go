@@ -31,19 +31,21 @@ func startH2Front(t *testing.T, gw *Gateway) (string, *http.Client) {
 // itself, an HTTP/2 client gets the headers and the first DATA frame (the
 // keep-alive comment) together, not the headers alone until the next event.
 func TestEarlyStreamOverH2(t *testing.T) {
-	const keepAlive = 400 * time.Millisecond
+	// Wide enough that a loaded machine under the race detector can tell a
+	// comment sent with the headers (at once) from the next (an interval on).
+	const keepAlive = 800 * time.Millisecond
 	f := startFleet(t, 1, &Options{KeepAlive: keepAlive})
 	url, client := startH2Front(t, f.gw)
 	r := &raw{t: t, url: url, version: "2026-07-28", client: client}
 	start := time.Now()
-	resp := r.post(context.Background(), 1, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"seconds": 1.6}}, nil)
+	resp := r.post(context.Background(), 1, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"seconds": 3.2}}, nil)
 	defer resp.Body.Close()
 	headers := time.Since(start)
 	if resp.ProtoMajor != 2 || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("answer %s %q, want HTTP/2 text/event-stream", resp.Proto, resp.Header.Get("Content-Type"))
 	}
-	if headers > 1200*time.Millisecond {
-		t.Fatalf("headers came %v into a 1.6 s call: the stream was not opened early", headers)
+	if headers > 2400*time.Millisecond {
+		t.Fatalf("headers came %v into a 3.2 s call: the stream was not opened early", headers)
 	}
 	buf := make([]byte, 64)
 	n, err := resp.Body.Read(buf)
@@ -87,15 +89,18 @@ func TestResetStreamOverH2(t *testing.T) {
 			key := "h2-" + tt.version
 			ctx, reset := context.WithCancel(context.Background())
 			resp := r.post(ctx, 3, "tools/call", map[string]any{
-				"name": "mutate", "arguments": map[string]any{"key": key, "seconds": 1.6, "at": 0.5},
+				"name": "mutate", "arguments": map[string]any{"key": key, "seconds": 3, "at": 0.5},
 			}, nil)
 			if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
 				t.Fatalf("answer %s %d, want HTTP/2 200", resp.Proto, resp.StatusCode)
 			}
-			time.Sleep(300 * time.Millisecond) // the call runs; its mutation is due at 0.8 s
+			// The call runs; its mutation is due at 1.5 s, which leaves the
+			// reset more than a second to reach the replica on a loaded
+			// machine under the race detector.
+			time.Sleep(300 * time.Millisecond)
 			reset()
 			resp.Body.Close()
-			time.Sleep(2 * time.Second) // past the call's end
+			time.Sleep(3 * time.Second) // past the call's end
 			if got := f.count(key); got != tt.want {
 				t.Errorf("after the client reset the stream, %s mutated %d times, want %d", key, got, tt.want)
 			}

@@ -38,7 +38,7 @@ func TestDrainingReplicaTakesNoNewWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(gw.Close)
-	checker, err := upstream.NewChecker(fl, &upstream.CheckOptions{Interval: 20 * time.Millisecond, Timeout: 15 * time.Millisecond, OnChange: gw.Metrics().HealthChanged})
+	checker, err := upstream.NewChecker(fl, &upstream.CheckOptions{Interval: 20 * time.Millisecond, Timeout: time.Second, OnChange: gw.Metrics().HealthChanged})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestReadyzAsksTheStore(t *testing.T) {
 // only one drains) /readyz is 503.
 func TestReadyzWithoutReplicas(t *testing.T) {
 	f := startFleet(t, 1, nil)
-	checker, err := upstream.NewChecker(f.gw.fleet, &upstream.CheckOptions{Interval: 20 * time.Millisecond, Timeout: 15 * time.Millisecond})
+	checker, err := upstream.NewChecker(f.gw.fleet, &upstream.CheckOptions{Interval: 20 * time.Millisecond, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

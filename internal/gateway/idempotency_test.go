@@ -107,15 +107,19 @@ func TestCancelledCallIsReleased(t *testing.T) {
 	r := newRaw(t, f.url(), "2026-07-28")
 	hdr := map[string]string{"Authorization": "Bearer carol", "Idempotency-Key": "op-c"}
 	ctx, drop := context.WithCancel(context.Background())
-	resp := r.post(ctx, 1, "tools/call", mutateArgs("c", 1.6), hdr)
+	start := time.Now()
+	// Its mutation is due at 1.5 s, which leaves the drop more than a
+	// second to reach the replica on a loaded machine under the race
+	// detector.
+	resp := r.post(ctx, 1, "tools/call", mutateArgs("c", 3), hdr)
 	time.Sleep(300 * time.Millisecond)
 	drop()
 	resp.Body.Close()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
 	if code, body := readAllClose(t, r, 2, mutateArgs("c", 0), hdr); code != 200 || !strings.Contains(body, "mutated c") {
 		t.Fatalf("re-issue: %d %s", code, body)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	time.Sleep(time.Until(start.Add(3500 * time.Millisecond))) // past the dropped call's end
 	if got := f.count("c"); got != 1 {
 		t.Errorf("cancelled call and its re-issue mutated %d times, want 1", got)
 	}

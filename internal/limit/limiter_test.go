@@ -62,14 +62,16 @@ func TestLimiterFailClosed(t *testing.T) {
 }
 
 func TestLimiterRenewsUntilDone(t *testing.T) {
-	l := NewLimiter(NewMemory(0), &Options{Concurrency: 1, LeaseTTL: 150 * time.Millisecond})
+	// Renewals every 500 ms: one may stall a second on a loaded machine
+	// under the race detector before the lease lapses.
+	l := NewLimiter(NewMemory(0), &Options{Concurrency: 1, LeaseTTL: 1500 * time.Millisecond})
 	defer l.Close()
 	ctx := context.Background()
 	a := l.Admit(ctx, "a", "tools/call", "x")
 	if !a.Allowed || l.Held() != 1 {
 		t.Fatalf("first: %+v, held %d", a.Decision, l.Held())
 	}
-	time.Sleep(500 * time.Millisecond) // three lease lifetimes: only renewals keep it
+	time.Sleep(3200 * time.Millisecond) // over two lease lifetimes: only renewals keep it
 	if b := l.Admit(ctx, "a", "tools/call", "x"); b.Allowed {
 		t.Fatal("a running call's lease lapsed while it was renewed")
 	}

@@ -28,7 +28,9 @@ func TestCutterCutsSilentStreamsOnly(t *testing.T) {
 		_, _ = io.WriteString(w, "data: end\n\n")
 	}))
 	defer backend.Close()
-	c, err := startCutter(backend.URL, 150*time.Millisecond, time.Now())
+	// Half a second of idle: far from the chatty stream's 20 ms gaps even
+	// when a loaded machine stretches them, and from the silent one's 1.5 s.
+	c, err := startCutter(backend.URL, 500*time.Millisecond, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestCutterCutsSilentStreamsOnly(t *testing.T) {
 	if n := c.count(); n != 0 {
 		t.Fatalf("cuts after a chatty stream = %d, want 0", n)
 	}
-	body, err = get("400ms")
+	body, err = get("1500ms")
 	if err == nil || strings.Contains(body, "end") {
 		t.Fatalf("silent stream: %q, %v; want it cut", body, err)
 	}

@@ -42,37 +42,40 @@ func hang(_ http.ResponseWriter, r *http.Request) {
 // different ways: every request is counted as an error of the right kind,
 // and the run itself succeeds.
 func TestFailuresAreCountedNotFatal(t *testing.T) {
+	// A second for the requests that answer, which a loaded machine may
+	// take a good part of; the hang is the one that times out.
 	tests := []struct {
 		name     string
 		endpoint func(t *testing.T) string
 		kind     string
+		timeout  time.Duration
 	}{
-		{"unreachable", refusedURL, "connect"},
+		{"unreachable", refusedURL, "connect", time.Second},
 		{"http 502", func(t *testing.T) string {
 			return fakeServer(t, func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no upstream", http.StatusBadGateway) })
-		}, "http 502"},
+		}, "http 502", time.Second},
 		{"json-rpc error", func(t *testing.T) string {
 			return fakeServer(t, func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, rpcErrJSON)
 			})
-		}, "json-rpc -32602"},
+		}, "json-rpc -32602", time.Second},
 		{"tool error", func(t *testing.T) string {
 			return fakeServer(t, func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")
 				io.WriteString(w, "event: message\ndata: "+toolErrJSON+"\n\n")
 			})
-		}, "tool error"},
+		}, "tool error", time.Second},
 		{"timeout", func(t *testing.T) string {
 			return fakeServer(t, hang)
-		}, "timeout"},
+		}, "timeout", 200 * time.Millisecond},
 		{"not mcp", func(t *testing.T) string {
 			return fakeServer(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "<html>hello</html>") })
-		}, "bad answer"},
+		}, "bad answer", time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Run(t.Context(), &Options{URL: tt.endpoint(t), Identities: 4, Requests: 2, Timeout: 200 * time.Millisecond})
+			res, err := Run(t.Context(), &Options{URL: tt.endpoint(t), Identities: 4, Requests: 2, Timeout: tt.timeout})
 			if err != nil {
 				t.Fatalf("Run: %v, want the failures counted", err)
 			}

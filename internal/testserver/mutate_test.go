@@ -17,25 +17,39 @@ import (
 // client cancels with notifications/cancelled; a 2026 client closes the
 // request, which the stateless handler propagates.
 func TestMutateCancelled(t *testing.T) {
-	const run = 600 * time.Millisecond // mutation at half of it
+	// The mutation comes at half of the run: a cancel sent 0.2 s in has
+	// 0.8 s to reach the handler on a loaded machine, and one sent once the
+	// counter has moved has the rest of the run.
+	const run = 2 * time.Second
 	tests := []struct {
-		name        string
-		version     string
-		cancelAfter time.Duration
-		want        int
+		name    string
+		version string
+		after   bool // cancel once the mutation is done, else 0.2 s in
+		want    int
 	}{
-		{"legacy before at", legacyVersion, 100 * time.Millisecond, 0},
-		{"legacy after at", legacyVersion, 450 * time.Millisecond, 1},
-		{"modern before at", modernVersion, 100 * time.Millisecond, 0},
-		{"modern after at", modernVersion, 450 * time.Millisecond, 1},
+		{"legacy before at", legacyVersion, false, 0},
+		{"legacy after at", legacyVersion, true, 1},
+		{"modern before at", modernVersion, false, 0},
+		{"modern after at", modernVersion, true, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s, base := startServer(t, "replica-f", EraBoth)
 			cs := connect(t, t.Context(), base, tt.version, nil)
-			ctx, cancel := context.WithTimeout(t.Context(), tt.cancelAfter)
+			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
+			start := time.Now()
+			if tt.after {
+				go func() {
+					defer cancel()
+					for end := start.Add(10 * time.Second); s.Count("k") == 0 && time.Now().Before(end); {
+						time.Sleep(5 * time.Millisecond)
+					}
+				}()
+			} else {
+				time.AfterFunc(200*time.Millisecond, cancel)
+			}
 			_, err := cs.CallTool(ctx, &mcp.CallToolParams{
 				Name:      "mutate",
 				Arguments: map[string]any{"key": "k", "seconds": run.Seconds(), "at": 0.5},
@@ -45,7 +59,7 @@ func TestMutateCancelled(t *testing.T) {
 			}
 			// Wait past the end of the run: a handler that missed the
 			// cancellation would mutate by then.
-			time.Sleep(run - tt.cancelAfter + 200*time.Millisecond)
+			time.Sleep(time.Until(start.Add(run + 200*time.Millisecond)))
 			if got := s.Count("k"); got != tt.want {
 				t.Errorf("Count(k) = %d, want %d", got, tt.want)
 			}

@@ -111,23 +111,26 @@ func newChecker(t *testing.T, f *Fleet, o CheckOptions) *Checker {
 }
 
 func TestCheckClassifiesAnswers(t *testing.T) {
+	// A second for the checks that answer, which a loaded machine may take
+	// a good part of with Fall 1; the hang is the one that times out.
 	tests := []struct {
-		name string
-		url  func(t *testing.T) string
-		want State
+		name    string
+		url     func(t *testing.T) string
+		timeout time.Duration
+		want    State
 	}{
-		{"200 ok", backendURL(modeOK), StateUp},
-		{"503 draining", backendURL(modeDraining), StateDraining},
-		{"503 other", backendURL(modeUnavailable), StateDown},
-		{"500", backendURL(modeError), StateDown},
-		{"hang times out", backendURL(modeHang), StateDown},
-		{"closed listener", closedURL, StateDown},
+		{"200 ok", backendURL(modeOK), time.Second, StateUp},
+		{"503 draining", backendURL(modeDraining), time.Second, StateDraining},
+		{"503 other", backendURL(modeUnavailable), time.Second, StateDown},
+		{"500", backendURL(modeError), time.Second, StateDown},
+		{"hang times out", backendURL(modeHang), 100 * time.Millisecond, StateDown},
+		{"closed listener", closedURL, time.Second, StateDown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFleet(t, Spec{Name: "r", URL: tt.url(t)})
 			var ch changes
-			c := newChecker(t, f, CheckOptions{Fall: 1, Rise: 1, Timeout: 100 * time.Millisecond, OnChange: ch.record})
+			c := newChecker(t, f, CheckOptions{Fall: 1, Rise: 1, Timeout: tt.timeout, OnChange: ch.record})
 			c.Check(t.Context())
 			if got := f.Snapshot().At(0).State(); got != tt.want {
 				t.Errorf("state = %v, want %v", got, tt.want)
@@ -156,7 +159,9 @@ func TestCheckTransitionsInOrder(t *testing.T) {
 	b := newBackend(t, modeOK)
 	f := newFleet(t, Spec{Name: "r", URL: b.URL + "/mcp"})
 	var ch changes
-	c := newChecker(t, f, CheckOptions{Timeout: 100 * time.Millisecond, OnChange: ch.record})
+	// A second: an answer a loaded machine is slow with must not count
+	// as a failure; the one hang step takes it.
+	c := newChecker(t, f, CheckOptions{Timeout: time.Second, OnChange: ch.record})
 	steps := []struct {
 		m    mode
 		want State
@@ -235,7 +240,7 @@ func TestRunChecksEveryInterval(t *testing.T) {
 	b := newBackend(t, modeError)
 	f := newFleet(t, Spec{Name: "r", URL: b.URL + "/mcp"})
 	var ch changes
-	c := newChecker(t, f, CheckOptions{Interval: 20 * time.Millisecond, Timeout: 100 * time.Millisecond, OnChange: ch.record})
+	c := newChecker(t, f, CheckOptions{Interval: 20 * time.Millisecond, Timeout: time.Second, OnChange: ch.record})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

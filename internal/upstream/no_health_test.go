@@ -35,7 +35,7 @@ func TestNoHealthEndpointStaysEligible(t *testing.T) {
 	s := mcpOnly(t, http.StatusBadRequest)
 	f := newFleet(t, Spec{Name: "r", URL: s.URL + "/mcp"})
 	var logs strings.Builder
-	c := newChecker(t, f, CheckOptions{Fall: 1, Rise: 1, Timeout: 200 * time.Millisecond,
+	c := newChecker(t, f, CheckOptions{Fall: 1, Rise: 1, Timeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 3 {
 		c.Check(t.Context())
@@ -63,7 +63,7 @@ func TestMCPCheck(t *testing.T) {
 	}{{http.StatusOK, StateUp}, {http.StatusBadRequest, StateUp}, {http.StatusInternalServerError, StateDown}} {
 		s := mcpOnly(t, tt.status)
 		f := newFleet(t, Spec{Name: "r", URL: s.URL + "/mcp"})
-		c := newChecker(t, f, CheckOptions{Mode: CheckMCP, Fall: 1, Rise: 1, Timeout: 200 * time.Millisecond})
+		c := newChecker(t, f, CheckOptions{Mode: CheckMCP, Fall: 1, Rise: 1, Timeout: time.Second})
 		c.Check(t.Context())
 		if got := f.Snapshot().At(0).State(); got != tt.want {
 			t.Errorf("MCP answer %d: state %v, want %v", tt.status, got, tt.want)

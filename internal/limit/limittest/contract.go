@@ -4,6 +4,7 @@ package limittest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -61,28 +62,50 @@ func wantAllowed(t *testing.T, d limit.Decision, want bool) {
 	}
 }
 
+// slow fails t as format says, unless more than margin of real time has
+// passed since start: a store on the real clock (the server's) has then
+// moved on past what the case can judge, and t is skipped saying so. On a
+// fake clock no real time counts.
+func slow(t *testing.T, start time.Time, margin time.Duration, format string, args ...any) {
+	t.Helper()
+	if took := time.Since(start); took >= margin {
+		t.Skipf("%s; but the steps took %v of real time, over the %v the case can judge on a store on the real clock", fmt.Sprintf(format, args...), took, margin)
+	}
+	t.Fatalf(format, args...)
+}
+
+// The rates and lease lifetimes below leave a second or so between the
+// steps that must come before a token or a lease is due, for a store on
+// the real clock on a loaded machine; a fake clock makes nothing wait.
+
 func testBurst(t *testing.T, h Harness) {
-	c := limit.Check{Rate: 5, Burst: 5}
+	c := limit.Check{Rate: 0.5, Burst: 5} // a token each 2 s
+	margin := 1500 * time.Millisecond
+	start := time.Now()
 	for i := range 5 {
 		d, _ := acquire(t, h.Store, "a", "", c)
-		wantAllowed(t, d, true)
+		if !d.Allowed {
+			slow(t, start, margin, "call %d: %+v, want allowed", i, d)
+		}
 		if d.Limit != 5 || d.Remaining != 4-i {
-			t.Fatalf("call %d: limit %d remaining %d, want 5 and %d", i, d.Limit, d.Remaining, 4-i)
+			slow(t, start, margin, "call %d: limit %d remaining %d, want 5 and %d", i, d.Limit, d.Remaining, 4-i)
 		}
 	}
 	d, _ := acquire(t, h.Store, "a", "", c)
-	wantAllowed(t, d, false)
-	if d.Reason != limit.ReasonRate || d.RetryAfter <= 0 || d.RetryAfter > 200*time.Millisecond || d.Limit != 5 || d.Remaining != 0 {
-		t.Fatalf("sixth call: %+v, want rate, 0 < retry <= 200ms, limit 5, remaining 0", d)
+	if d.Allowed || d.Reason != limit.ReasonRate || d.RetryAfter <= 0 || d.RetryAfter > 2*time.Second || d.Limit != 5 || d.Remaining != 0 {
+		slow(t, start, margin, "sixth call: %+v, want rate, 0 < retry <= 2s, limit 5, remaining 0", d)
 	}
 }
 
 func testRefill(t *testing.T, h Harness) {
-	c := limit.Check{Rate: 10, Burst: 1}
+	c := limit.Check{Rate: 1, Burst: 1}
+	start := time.Now()
 	d, _ := acquire(t, h.Store, "a", "", c)
 	wantAllowed(t, d, true)
 	d, _ = acquire(t, h.Store, "a", "", c)
-	wantAllowed(t, d, false)
+	if d.Allowed {
+		slow(t, start, 750*time.Millisecond, "second call: %+v, want refused", d)
+	}
 	h.Advance(d.RetryAfter + 20*time.Millisecond)
 	d, _ = acquire(t, h.Store, "a", "", c)
 	wantAllowed(t, d, true)
@@ -137,34 +160,46 @@ func testAllOrNothing(t *testing.T, h Harness) {
 }
 
 func testLeaseLapse(t *testing.T, h Harness) {
-	c := limit.Check{Concurrency: 1, LeaseTTL: 300 * time.Millisecond}
+	c := limit.Check{Concurrency: 1, LeaseTTL: time.Second}
+	start := time.Now()
 	acquire(t, h.Store, "a", "", c)
 	d, _ := acquire(t, h.Store, "a", "", c)
-	wantAllowed(t, d, false)
+	if d.Allowed {
+		slow(t, start, 750*time.Millisecond, "second call: %+v, want refused by the lease", d)
+	}
 	if d.RetryAfter <= 0 || d.RetryAfter > limit.BusyRetry {
 		t.Fatalf("retry %v, want (0, %v]", d.RetryAfter, limit.BusyRetry)
 	}
-	h.Advance(400 * time.Millisecond)
+	h.Advance(1200 * time.Millisecond)
 	d, _ = acquire(t, h.Store, "a", "", c)
 	wantAllowed(t, d, true)
 }
 
 func testRenewHolds(t *testing.T, h Harness) {
-	c := limit.Check{Concurrency: 1, ToolCap: 1, LeaseTTL: 400 * time.Millisecond}
+	// Four renewals half a second apart: the lease outlives its lifetime
+	// only by them.
+	c := limit.Check{Concurrency: 1, ToolCap: 1, LeaseTTL: 1500 * time.Millisecond}
+	margin := c.LeaseTTL * 3 / 4
+	var gap time.Duration // the longest real time between two extensions
+	last := time.Now()
 	_, l := acquire(t, h.Store, "a", "work", c)
-	for range 3 {
-		h.Advance(200 * time.Millisecond)
+	for range 4 {
+		h.Advance(500 * time.Millisecond)
+		renewing := time.Now()
 		if err := h.Store.Renew(context.Background(), []limit.Lease{l}, c); err != nil {
 			t.Fatalf("Renew: %v", err)
 		}
+		gap, last = max(gap, time.Since(last)), renewing
 	}
 	d, _ := acquire(t, h.Store, "a", "x", c)
+	gap = max(gap, time.Since(last))
 	if d.Allowed || d.Reason != limit.ReasonConcurrency {
-		t.Fatalf("caller after renewals: %+v, want refused by concurrency", d)
+		slow(t, time.Now().Add(-gap), margin, "caller after renewals: %+v, want refused by concurrency", d)
 	}
 	d, _ = acquire(t, h.Store, "b", "work", c)
+	gap = max(gap, time.Since(last))
 	if d.Allowed || d.Reason != limit.ReasonTool {
-		t.Fatalf("tool after renewals: %+v, want refused by the tool cap", d)
+		slow(t, time.Now().Add(-gap), margin, "tool after renewals: %+v, want refused by the tool cap", d)
 	}
 }
 
