@@ -180,6 +180,22 @@ func TestChartRenders(t *testing.T) {
 				t.Errorf("upstreams %v, discovery %q: want gateway.upstreams", c.Upstreams, c.Discovery.DNSName)
 			}
 		}},
+		{"admin token from a Secret", renderOptions{set: map[string]any{"adminToken": map[string]any{"existingSecret": "mcpfleet-admin"}}}, func(t *testing.T, r *release) {
+			g := gatewayOf(t, r)
+			if g.cfg.AdminTokenFile != "/etc/mcpfleet/admin/admin-token" {
+				t.Fatalf("admin_token_file %q, want the mounted Secret's file", g.cfg.AdminTokenFile)
+			}
+			vol, key := secretVolumeAt(t, g, "admin_token_file", g.cfg.AdminTokenFile)
+			if vol.SecretName != "mcpfleet-admin" || key != "admin-token" {
+				t.Errorf("admin_token_file from Secret %s key %s, want mcpfleet-admin key admin-token", vol.SecretName, key)
+			}
+			if perm, gid := kubeletFile(g.pod, vol, key); perm != 0o440 || gid != imageUser {
+				t.Errorf("kubelet writes mode %04o group %d, want 0440 group %d", perm, gid, imageUser)
+			}
+			if err := secretFileReadable(g.pod, vol, key); err != nil {
+				t.Error(err)
+			}
+		}},
 		{"another release name", renderOptions{release: "edge"}, func(t *testing.T, r *release) {
 			if d := gatewayOf(t, r).deploy; d.Name != "edge-mcpfleet" {
 				t.Errorf("Deployment %q, want edge-mcpfleet", d.Name)

@@ -74,6 +74,7 @@ capabilities:
 {{- define "mcpfleet.configDir" -}}/etc/mcpfleet{{- end -}}
 {{- define "mcpfleet.secretDir" -}}/etc/mcpfleet/secret{{- end -}}
 {{- define "mcpfleet.redisDir" -}}/etc/mcpfleet/redis{{- end -}}
+{{- define "mcpfleet.adminDir" -}}/etc/mcpfleet/admin{{- end -}}
 
 {{/*
 terminationGracePeriodSeconds: the preStop sleep, the drain delay and the

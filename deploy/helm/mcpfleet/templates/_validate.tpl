@@ -49,6 +49,7 @@ render with a message that names the values to change.
 {{- $owned := dict
   "listen" "from the image's ports"
   "admin" "from the image's ports"
+  "admin_token_file" "from adminToken.existingSecret"
   "secret_file" "from secret.*"
   "drain_delay" "from gateway.drainDelaySeconds"
   "grace" "from gateway.graceSeconds"
