@@ -68,8 +68,8 @@ func TestReadinessAndLiveness(t *testing.T) {
 			proxy := testproc.NewFlakyProxy(t, redis)
 			addr := testproc.FreeAddr(t)
 			cfg := filepath.Join(t.TempDir(), "mcpfleet.yaml")
-			os.WriteFile(cfg, fmt.Appendf(nil, "listen: %s\nupstreams: [{url: 'http://%s/mcp'}]\nidempotency: redis\nredis_url: redis://%s\ndrain_delay: 2s\ngrace: 1s\nreadyz_checks_store: %v\n",
-				addr, backend, proxy.Addr(), checks), 0o600)
+			os.WriteFile(cfg, fmt.Appendf(nil, "listen: %s\nupstreams: [{url: 'http://%s/mcp'}]\nidempotency: redis\nredis_url: redis://%s\nsecret_file: %s\ndrain_delay: 2s\ngrace: 1s\nreadyz_checks_store: %v\n",
+				addr, backend, proxy.Addr(), writeSecret(t), checks), 0o600)
 			ctx, stop := context.WithCancel(context.Background())
 			var errb lockedBuffer
 			served := make(chan int)

@@ -38,7 +38,7 @@ func writeURLFile(t *testing.T, content string, perm os.FileMode) string {
 func storeConfig(t *testing.T, listen, backend, urlFile string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "mcpfleet.yaml")
-	cfg := fmt.Sprintf("listen: %s\nupstreams: [{url: 'http://%s/mcp'}]\nidempotency: redis\nredis_url_file: %s\ngrace: 1s\n", listen, backend, urlFile)
+	cfg := fmt.Sprintf("listen: %s\nupstreams: [{url: 'http://%s/mcp'}]\nidempotency: redis\nredis_url_file: %s\nsecret_file: %s\ngrace: 1s\n", listen, backend, urlFile, writeSecret(t))
 	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

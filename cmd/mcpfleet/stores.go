@@ -52,7 +52,7 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 	}
 	client := func() (redis.UniversalClient, error) {
 		if s.redis == nil {
-			c, err := store.NewRedisClient(url)
+			c, err := store.NewClient(cfg.RedisMode, url, cfg.RedisSentinelMaster)
 			if err != nil {
 				return nil, usageError{fmt.Errorf("%s: %w", key, err)}
 			}

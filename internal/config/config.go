@@ -114,6 +114,14 @@ type Config struct {
 	// line, so that a password stays out of this file; serve reads it at
 	// start, on the secret file's terms. Either key, not both.
 	RedisURLFile string `yaml:"redis_url_file"`
+	// RedisMode is the server's topology: single (one server or primary),
+	// cluster (Redis Cluster: the URL names seed nodes,
+	// redis://host:port?addr=host:port&addr=...) or sentinel (a primary
+	// Redis Sentinel fails over: the URL names the sentinels that way).
+	RedisMode string `yaml:"redis_mode"`
+	// RedisSentinelMaster is the name the sentinels watch the primary
+	// under; required with redis_mode sentinel, refused otherwise.
+	RedisSentinelMaster string `yaml:"redis_sentinel_master"`
 	// Limits admits governed calls: rate and concurrency per caller, caps
 	// per tool.
 	Limits Limits `yaml:"limits"`
@@ -269,6 +277,7 @@ func Default() Config {
 			Fall: upstream.DefaultFall, Rise: upstream.DefaultRise, Path: upstream.DefaultCheckPath, Mode: upstream.CheckHTTP},
 		Idempotency: "memory",
 		TaskStore:   "memory",
+		RedisMode:   "single",
 		Limits: Limits{Store: "memory", Methods: []string{"tools/call"}, OnStoreError: "open",
 			LeaseTTL: Duration(30 * time.Second), MaxCallers: 100_000},
 		Auth: Auth{JWKSRefresh: Duration(5 * time.Minute), ClockSkew: Duration(30 * time.Second)},
@@ -410,6 +419,12 @@ func (c *Config) Validate() error {
 	}
 	c.validateSSE(bad)
 	c.validateServer(bad)
+	if c.Idempotency == "redis" && c.SecretFile == "" {
+		// A record is keyed by the caller's routing key, an HMAC under the
+		// routing salt: gateways with salts of their own would key one
+		// caller's re-issued call apart, and run it again.
+		bad("idempotency", "redis needs secret_file, so that every gateway keys a caller's calls alike (mcpfleet secret makes one)")
+	}
 	if c.Limits.Store == "redis" && c.SecretFile == "" {
 		// Callers are named by an HMAC under the routing salt: gateways
 		// with salts of their own would each count a caller apart.
@@ -431,6 +446,18 @@ func (c *Config) Validate() error {
 // redis_url or redis_url_file but not both. The file is serve's to read:
 // only the path's shape is checked here.
 func (c *Config) validateRedis(bad func(string, string, ...any)) {
+	switch c.RedisMode {
+	case "single", "cluster":
+		if c.RedisSentinelMaster != "" {
+			bad("redis_sentinel_master", "only with redis_mode sentinel")
+		}
+	case "sentinel":
+		if c.RedisSentinelMaster == "" {
+			bad("redis_sentinel_master", "required with redis_mode sentinel: the name the sentinels watch the primary under")
+		}
+	default:
+		bad("redis_mode", "must be single, cluster or sentinel, got %q", c.RedisMode)
+	}
 	switch {
 	case c.RedisURL != "" && c.RedisURLFile != "":
 		bad("redis_url", "use either redis_url or redis_url_file, not both")

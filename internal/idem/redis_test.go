@@ -38,6 +38,44 @@ func TestRedisContract(t *testing.T) {
 	})
 }
 
+// TestClusterContract runs the contract on a real Redis Cluster: a record
+// is one key, so one slot.
+func TestClusterContract(t *testing.T) {
+	c := redistest.StartCluster(t)
+	client, err := store.NewClient(store.ModeCluster, c.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	testStore(t, func(t *testing.T) harness {
+		return harness{store: NewRedis(client, "test:"+t.Name()+":", nil), advance: time.Sleep, short: time.Second, maxResult: DefaultMaxResult}
+	})
+}
+
+// TestSentinelContract runs the contract against a primary that Redis
+// Sentinel watches, then again through the same client after the
+// sentinels have failed it over to its replica.
+func TestSentinelContract(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	for _, phase := range []string{"before failover", "after failover"} {
+		if phase == "after failover" {
+			if err := s.Failover(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(phase, func(t *testing.T) {
+			testStore(t, func(t *testing.T) harness {
+				return harness{store: NewRedis(client, "test:"+t.Name()+":", nil), advance: time.Sleep, short: time.Second, maxResult: DefaultMaxResult}
+			})
+		})
+	}
+}
+
 func TestRedisKeyLayout(t *testing.T) {
 	ctx := context.Background()
 	client := newRedisClient(t, redistest.Start(t))

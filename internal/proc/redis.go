@@ -24,12 +24,12 @@ type Redis struct {
 const redisMaxMemory = "256mb"
 
 // StartRedis runs bin (a redis-server) with its working directory in dir, and returns once it answers PING, within ctx. A port another
-// process takes first costs one more attempt, up to three.
-func StartRedis(ctx context.Context, bin, dir string) (*Redis, error) {
+// process takes first costs one more attempt, up to three. extra are more of the server's options, after the defaults.
+func StartRedis(ctx context.Context, bin, dir string, extra ...string) (*Redis, error) {
 	var err error
 	for range 3 {
 		var r *Redis
-		if r, err = startRedis(ctx, bin, dir); err == nil {
+		if r, err = startRedis(ctx, bin, dir, extra); err == nil {
 			return r, nil
 		}
 		if ctx.Err() != nil {
@@ -40,18 +40,26 @@ func StartRedis(ctx context.Context, bin, dir string) (*Redis, error) {
 }
 
 // startRedis makes one attempt; on failure the server is stopped.
-func startRedis(ctx context.Context, bin, dir string) (*Redis, error) {
+func startRedis(ctx context.Context, bin, dir string, extra []string) (*Redis, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
+	if clusterBus(extra) {
+		// A cluster node listens on its port + 10000 too (the cluster bus):
+		// both must be free.
+		if addr, err = freeClusterAddr(); err != nil {
+			return nil, err
+		}
+	}
 	_, port, _ := net.SplitHostPort(addr) // FreeAddr's own spelling
-	p, err := Start("redis-server", bin,
+	args := append([]string{
 		"--bind", "127.0.0.1", "--port", port,
 		"--save", "", "--appendonly", "no",
 		"--maxmemory", redisMaxMemory,
 		"--dir", dir, "--logfile", "", // the log to stdout: Output keeps it
-		"--daemonize", "no")
+		"--daemonize", "no"}, extra...)
+	p, err := Start("redis-server", bin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -86,3 +94,37 @@ func (r *Redis) waitPong(ctx context.Context) error {
 
 // URL is the server's redis:// URL, database 0.
 func (r *Redis) URL() string { return "redis://" + r.Addr + "/0" }
+
+// clusterBus says whether extra turns cluster mode on.
+func clusterBus(extra []string) bool {
+	for i := 0; i+1 < len(extra); i++ {
+		if extra[i] == "--cluster-enabled" && extra[i+1] == "yes" {
+			return true
+		}
+	}
+	return false
+}
+
+// freeClusterAddr returns a loopback address whose port and port + 10000
+// were both free a moment ago.
+func freeClusterAddr() (string, error) {
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("finding a free port: %w", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		if port+10000 > 65535 {
+			ln.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000))
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		return ln.Addr().String(), nil
+	}
+	return "", errors.New("finding a free port pair for a cluster node: none in 50 tries")
+}

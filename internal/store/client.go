@@ -23,37 +23,100 @@ const (
 	DefaultWriteTimeout = 250 * time.Millisecond
 )
 
-// NewRedisClient returns a client for the server named by rawURL, a redis:// (plain) or rediss://
-// (TLS) URL as go-redis parses it, for example redis://:password@valkey:6379/0 or
-// rediss://user:password@valkey.internal:6380/0?read_timeout=1s. Timeouts the URL leaves unset get
-// the Default* values above, a failed command is retried at most once (unless max_retries says
-// otherwise), and a failed dial once, 20 ms later. It does not contact the
-// server; the first command does. The caller closes the client. An error never quotes the URL.
+// The topologies a store's server may have (redis_mode).
+const (
+	// ModeSingle is one server, or one primary at one address.
+	ModeSingle = "single"
+	// ModeCluster is a Redis Cluster (or a Valkey one): the URL names seed
+	// nodes, redis://host:port?addr=host:port&addr=host:port.
+	ModeCluster = "cluster"
+	// ModeSentinel is a primary that Redis Sentinel watches and fails
+	// over: the URL names the sentinels the same way, and the master's
+	// name is given apart.
+	ModeSentinel = "sentinel"
+)
+
+// NewRedisClient returns a client for the single server named by rawURL:
+// NewClient(ModeSingle, rawURL, "").
 func NewRedisClient(rawURL string) (redis.UniversalClient, error) {
+	return NewClient(ModeSingle, rawURL, "")
+}
+
+// NewClient returns a client for the server, cluster or sentinel-watched
+// primary of mode named by rawURL, a redis:// (plain) or rediss:// (TLS)
+// URL as go-redis parses it for that mode: redis://:password@valkey:6379/0
+// for a single server; redis://:password@node1:6379?addr=node2:6379&addr=node3:6379
+// for a cluster's seed nodes (no database: a cluster has only 0); the
+// sentinels' addresses the same way for sentinel, with master the name
+// they watch the primary under. Timeouts the URL leaves unset get the
+// Default* values above, a failed command is retried at most once (unless
+// max_retries says otherwise), and a failed dial once, 20 ms later. It does
+// not contact the server; the first command does. The caller closes the
+// client. An error never quotes the URL.
+func NewClient(mode, rawURL, master string) (redis.UniversalClient, error) {
 	if rawURL == "" {
 		return nil, errors.New("parsing redis url: empty")
 	}
-	opts, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("parsing redis url: %s", urlProblem(err))
+	switch mode {
+	case "", ModeSingle:
+		opts, err := redis.ParseURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("parsing redis url: %s", urlProblem(err))
+		}
+		tune(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries)
+		// go-redis dials up to 5 times, 100 ms apart, before a command fails; while the server is
+		// down that would add half a second to every call that fails open. Two quick attempts.
+		opts.DialerRetries = 2
+		opts.DialerRetryTimeout = 20 * time.Millisecond
+		return redis.NewClient(opts), nil
+	case ModeCluster:
+		if u, err := url.Parse(rawURL); err == nil && u.Path != "" && u.Path != "/" && u.Path != "/0" {
+			// A cluster has database 0 only; go-redis would ignore another.
+			return nil, errors.New("parsing redis url (cluster): a cluster has database 0 only")
+		}
+		opts, err := redis.ParseClusterURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("parsing redis url (cluster): %s", urlProblem(err))
+		}
+		tune(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries)
+		// A command may be redirected (MOVED, ASK) or meet a failover:
+		// go-redis follows up to MaxRedirects; three, not its eight, so a
+		// cluster in trouble costs a call little before it fails open.
+		opts.MaxRedirects = 3
+		opts.DialerRetries = 2
+		opts.DialerRetryTimeout = 20 * time.Millisecond
+		return redis.NewClusterClient(opts), nil
+	case ModeSentinel:
+		if master == "" {
+			return nil, errors.New("redis sentinel: the master's name (redis_sentinel_master) is required")
+		}
+		opts, err := redis.ParseFailoverURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("parsing redis url (sentinel): %s", urlProblem(err))
+		}
+		opts.MasterName = master
+		tune(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries)
+		opts.DialerRetries = 2
+		opts.DialerRetryTimeout = 20 * time.Millisecond
+		return redis.NewFailoverClient(opts), nil
 	}
-	if opts.DialTimeout == 0 {
-		opts.DialTimeout = DefaultDialTimeout
+	return nil, fmt.Errorf("redis mode %q: want single, cluster or sentinel", mode)
+}
+
+// tune gives the timeouts and retries a URL leaves unset their defaults.
+func tune(dial, read, write *time.Duration, retries *int) {
+	if *dial == 0 {
+		*dial = DefaultDialTimeout
 	}
-	if opts.ReadTimeout == 0 {
-		opts.ReadTimeout = DefaultReadTimeout
+	if *read == 0 {
+		*read = DefaultReadTimeout
 	}
-	if opts.WriteTimeout == 0 {
-		opts.WriteTimeout = DefaultWriteTimeout
+	if *write == 0 {
+		*write = DefaultWriteTimeout
 	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = 1
+	if *retries == 0 {
+		*retries = 1
 	}
-	// go-redis dials up to 5 times, 100 ms apart, before a command fails; while the server is
-	// down that would add half a second to every call that fails open. Two quick attempts.
-	opts.DialerRetries = 2
-	opts.DialerRetryTimeout = 20 * time.Millisecond
-	return redis.NewClient(opts), nil
 }
 
 // urlProblem says what is wrong with a URL that redis.ParseURL refused, in words that quote none of

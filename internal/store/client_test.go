@@ -86,3 +86,44 @@ func TestNewRedisClientTalksToServer(t *testing.T) {
 		t.Errorf("Ping = %q, %v", got, err)
 	}
 }
+
+// TestNewClientModes: a cluster URL names its seed nodes, a sentinel URL
+// its sentinels with the master's name given apart; both get the same
+// short timeouts as a single server, and errors quote none of the URL.
+func TestNewClientModes(t *testing.T) {
+	c, err := NewClient(ModeCluster, "redis://:hunter2@n1:7000?addr=n2:7001&addr=n3:7002", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("cluster mode gave a %T", c)
+	}
+	o := cc.Options()
+	if strings.Join(o.Addrs, ",") != "n1:7000,n2:7001,n3:7002" || o.Password != "hunter2" || o.ReadTimeout != DefaultReadTimeout || o.MaxRedirects != 3 {
+		t.Errorf("cluster options: addrs %v, read timeout %v, redirects %d", o.Addrs, o.ReadTimeout, o.MaxRedirects)
+	}
+	c.Close()
+
+	s, err := NewClient(ModeSentinel, "redis://s1:26379?addr=s2:26379&addr=s3:26379", "mymaster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(*redis.Client); !ok {
+		t.Fatalf("sentinel mode gave a %T", s)
+	}
+	s.Close()
+
+	for _, tt := range []struct{ mode, url, master, want string }{
+		{ModeSentinel, "redis://s1:26379", "", "redis_sentinel_master"},
+		{ModeCluster, "redis://:hunter2@n1:7000/3", "", "parsing redis url (cluster)"},
+		{ModeCluster, "redis://:hunter2@n1:7000?nonsense=1", "", "parsing redis url (cluster)"},
+		{ModeSentinel, "redis://:hunter2@s1:26379?nonsense=1", "m", "parsing redis url (sentinel)"},
+		{"ring", "redis://n1:7000", "", "want single, cluster or sentinel"},
+	} {
+		_, err := NewClient(tt.mode, tt.url, tt.master)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("NewClient(%s, %q): %v, want an error saying %q without the password", tt.mode, tt.url, err, tt.want)
+		}
+	}
+}

@@ -18,11 +18,16 @@ import (
 // entry of an older one.
 const genMargin = time.Minute
 
-// Redis is a cache.Store in a Valkey or Redis server. An entry is the
-// string prefix+"e:"+key holding "<generation>|<value>" with its TTL as
-// PX; a generation is the counter prefix+"g:"+gen. Keys and generation
-// names are digests (cache.Plan makes them): no argument, URI or identity
-// reaches a key name. Get and Set are one script each, one round trip.
+// Redis is a cache.Store in a Valkey or Redis server. A generation is the
+// counter prefix+"{"+gen+"}:g"; an entry of it is the string
+// prefix+"{"+gen+"}:e:"+key holding "<generation>|<value>" with its TTL as
+// PX. Keys and generation names are digests (cache.Plan makes them): no
+// argument, URI or identity reaches a key name. Get and Set are one script
+// each, one round trip, and each touches one hash tag, the generation's,
+// so one cluster slot: the store runs on Redis Cluster too. The cost is
+// that a generation's entries (every cached answer of one tool, of one
+// list, of one resource) live on one primary and do not spread over the
+// cluster's.
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string
@@ -85,9 +90,9 @@ return 1
 // Get implements cache.Store.
 func (s *Redis) Get(ctx context.Context, gen string, keys ...string) (cache.Hit, error) {
 	ks := make([]string, 0, len(keys)+1)
-	ks = append(ks, s.prefix+"g:"+gen)
+	ks = append(ks, s.genKey(gen))
 	for _, k := range keys {
-		ks = append(ks, s.prefix+"e:"+k)
+		ks = append(ks, s.entryKey(gen, k))
 	}
 	res, err := getScript.Run(ctx, s.client, ks).Slice()
 	if err != nil {
@@ -113,7 +118,7 @@ func (s *Redis) Set(ctx context.Context, gen string, seen uint64, key string, va
 		return nil
 	}
 	life := s.maxTTL + genMargin
-	err := setScript.Run(ctx, s.client, []string{s.prefix + "g:" + gen, s.prefix + "e:" + key},
+	err := setScript.Run(ctx, s.client, []string{s.genKey(gen), s.entryKey(gen, key)},
 		strconv.FormatUint(seen, 10), value, ttl.Milliseconds(), life.Milliseconds()).Err()
 	if err != nil {
 		return fmt.Errorf("keeping a cached answer: %w: %w", cache.ErrUnavailable, err)
@@ -124,8 +129,13 @@ func (s *Redis) Set(ctx context.Context, gen string, seen uint64, key string, va
 // Invalidate implements cache.Store.
 func (s *Redis) Invalidate(ctx context.Context, gen string) error {
 	life := s.maxTTL + genMargin
-	if err := invalidateScript.Run(ctx, s.client, []string{s.prefix + "g:" + gen}, life.Milliseconds()).Err(); err != nil {
+	if err := invalidateScript.Run(ctx, s.client, []string{s.genKey(gen)}, life.Milliseconds()).Err(); err != nil {
 		return fmt.Errorf("invalidating cached answers: %w: %w", cache.ErrUnavailable, err)
 	}
 	return nil
 }
+
+// genKey and entryKey share gen's hash tag: one slot for a generation and
+// its entries.
+func (s *Redis) genKey(gen string) string        { return s.prefix + "{" + gen + "}:g" }
+func (s *Redis) entryKey(gen, key string) string { return s.prefix + "{" + gen + "}:e:" + key }

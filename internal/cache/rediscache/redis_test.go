@@ -31,6 +31,44 @@ func TestRedisContract(t *testing.T) {
 	})
 }
 
+// TestClusterContract runs the contract on a real Redis Cluster: a
+// generation and its entries in one slot.
+func TestClusterContract(t *testing.T) {
+	c := redistest.StartCluster(t)
+	client, err := store.NewClient(store.ModeCluster, c.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	cachetest.Run(t, func(t *testing.T) cachetest.Harness {
+		return cachetest.Harness{Store: New(client, "test:"+t.Name()+":", 4096, time.Hour), Advance: time.Sleep, MaxEntry: 4096}
+	})
+}
+
+// TestSentinelContract runs the contract against a primary that Redis
+// Sentinel watches, then again through the same client after the
+// sentinels have failed it over to its replica.
+func TestSentinelContract(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	for _, phase := range []string{"before failover", "after failover"} {
+		if phase == "after failover" {
+			if err := s.Failover(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(phase, func(t *testing.T) {
+			cachetest.Run(t, func(t *testing.T) cachetest.Harness {
+				return cachetest.Harness{Store: New(client, "test:"+t.Name()+":", 4096, time.Hour), Advance: time.Sleep, MaxEntry: 4096}
+			})
+		})
+	}
+}
+
 func TestRedisKeysAndLives(t *testing.T) {
 	s := newStore(t, redistest.Start(t), "p:")
 	ctx := context.Background()
@@ -47,6 +85,12 @@ func TestRedisKeysAndLives(t *testing.T) {
 	if len(keys) != 2 {
 		t.Fatalf("keys %q, want a generation and an entry", keys)
 	}
+	tag := "p:{" + l.Gen + "}:"
+	for _, k := range keys {
+		if !strings.HasPrefix(k, tag) {
+			t.Errorf("key %q is not under the generation's hash tag %s: a cluster would put it in another slot", k, tag)
+		}
+	}
 	for _, k := range keys {
 		if strings.Contains(k, "alice") || strings.Contains(k, "secret") || strings.Contains(k, "c0ffee") {
 			t.Errorf("key %q names what it is for", k)
@@ -55,7 +99,7 @@ func TestRedisKeysAndLives(t *testing.T) {
 		if ttl <= 0 {
 			t.Errorf("key %q never expires", k)
 		}
-		if strings.HasPrefix(k, "p:g:") && ttl < time.Hour {
+		if strings.HasSuffix(k, "}:g") && ttl < time.Hour {
 			t.Errorf("the generation expires in %v, before an entry could (max ttl 1h)", ttl)
 		}
 	}

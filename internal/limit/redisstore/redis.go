@@ -25,10 +25,17 @@ import (
 //
 // One Lua script decides and updates (acquireScript, which is limit.Decide line
 // for line), reading the server's clock (TIME), so gateways whose clocks
-// disagree still agree on buckets and leases. A call of a capped tool
-// touches the tool's key as well as the caller's; with Redis Cluster those
-// live in different slots, so tool caps need a standalone server (or one
-// with a single primary), as the docs say.
+// disagree still agree on buckets and leases. Every script touches the keys
+// of one hash tag, one cluster slot, so the same store runs on Redis
+// Cluster (and on a server that enforces the cluster's rules behind one
+// address). A call of a capped tool therefore takes two: toolScript first
+// reserves a place among the tool's leases in the tool's slot (or says how
+// long until one frees), then acquireScript decides in the caller's slot
+// with that answer counted as the tool's limit, and consumes only if every
+// limit allows; a call it refuses gives its reserved place back (a third
+// round trip, on that path only). Between the reservation and the give-back
+// another call of the tool may see it full for one round trip: the cost of
+// a fleet-wide cap on a cluster, besides the second round trip.
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
@@ -52,9 +59,10 @@ local function num(x) return string.format('%.17g', x) end
 `
 
 // acquireScript is limit.Decide in Lua, then the update if allowed.
-// KEYS[1] bucket, KEYS[2] caller leases, KEYS[3] tool leases.
-// ARGV: rate, burst, concurrency, tool cap, lease ttl ms, lease member, busy retry ms.
-// Returns {allowed, reason, retry ms, limit, remaining}.
+// KEYS[1] bucket, KEYS[2] caller leases (one slot: the caller's).
+// ARGV: rate, burst, concurrency, tool cap, lease ttl ms, lease member, busy
+// retry ms, the tool's wait in ms (0: toolScript reserved a place, or no
+// cap). Returns {allowed, reason, retry ms, limit, remaining}.
 var acquireScript = redis.NewScript(luaNow + `
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
 local conc, cap = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -90,10 +98,7 @@ if conc > 0 then
   local n, e = live(KEYS[2])
   if n >= conc then refuse(2, wait_busy(e), conc) end
 end
-if cap > 0 then
-  local n, e = live(KEYS[3])
-  if n >= cap then refuse(3, wait_busy(e), cap) end
-end
+if cap > 0 and tonumber(ARGV[8]) > 0 then refuse(3, tonumber(ARGV[8]), cap) end
 if reason ~= 0 then return {0, reason, wait, limit, 0} end
 
 local remaining = 0
@@ -108,22 +113,31 @@ if conc > 0 then
   redis.call('ZADD', KEYS[2], exp, member)
   redis.call('PEXPIRE', KEYS[2], ttl + 1000)
 end
-if cap > 0 then
-  redis.call('ZADD', KEYS[3], exp, member)
-  redis.call('PEXPIRE', KEYS[3], ttl + 1000)
-end
 if rate > 0 then return {1, 0, 0, burst, remaining} end
 return {1, 0, 0, 0, 0}
 `)
 
+// toolScript reserves a place among a capped tool's leases, in the tool's
+// slot. KEYS[1] tool leases; ARGV: cap, lease ttl ms, lease member, busy
+// retry ms. Returns 0 when the place is the member's, else how long in ms
+// until one may free (limit.Decide's wait for a busy limit).
+var toolScript = redis.NewScript(luaNow + `
+local cap, ttl, busy = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', num(now))
+if redis.call('ZCARD', KEYS[1]) >= cap then
+  local earliest = tonumber(redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2])
+  return math.max(math.min(busy, math.ceil(earliest - now)), 1)
+end
+redis.call('ZADD', KEYS[1], num(now + ttl), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ttl + 1000)
+return 0
+`)
+
 // renewScript moves the expiry of a lease that still exists (ZADD XX).
-// KEYS[1] caller leases, KEYS[2] tool leases; ARGV: member, ttl ms.
+// KEYS[1] leases (a caller's or a tool's: one slot); ARGV: member, ttl ms.
 var renewScript = redis.NewScript(luaNow + `
-local exp = num(now + tonumber(ARGV[2]))
-for i = 1, #KEYS do
-  if redis.call('ZADD', KEYS[i], 'XX', 'CH', exp, ARGV[1]) == 1 then
-    redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2]) + 1000)
-  end
+if redis.call('ZADD', KEYS[1], 'XX', 'CH', num(now + tonumber(ARGV[2])), ARGV[1]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 1000)
 end
 return 1
 `)
@@ -137,18 +151,34 @@ func (s *Redis) Acquire(ctx context.Context, caller, tool string, c limit.Check)
 	if c.TakesLease() {
 		member = rand.Text()
 	}
-	keys := []string{s.bucketKey(caller), s.leaseKey(caller), s.leaseKey(caller)}
+	var toolWait int64 // 0: a place reserved among the tool's leases, or no cap
 	if c.ToolCap > 0 {
-		keys[2] = s.toolKey(tool)
+		w, err := toolScript.Run(ctx, s.client, []string{s.toolKey(tool)},
+			c.ToolCap, millis(c.LeaseTTL), member, limit.BusyRetry.Milliseconds()).Int64()
+		if err != nil {
+			return limit.Decision{}, limit.Lease{}, s.fail(ctx, "deciding a call's tool cap", err)
+		}
+		toolWait = w
 	}
 	burst := c.Burst
 	if c.Rate <= 0 {
 		burst = 0
 	}
-	res, err := acquireScript.Run(ctx, s.client, keys,
+	res, err := acquireScript.Run(ctx, s.client, []string{s.bucketKey(caller), s.leaseKey(caller)},
 		strconv.FormatFloat(c.Rate, 'g', -1, 64), strconv.FormatFloat(burst, 'g', -1, 64),
-		c.Concurrency, c.ToolCap, millis(c.LeaseTTL), member, limit.BusyRetry.Milliseconds()).Int64Slice()
+		c.Concurrency, c.ToolCap, millis(c.LeaseTTL), member, limit.BusyRetry.Milliseconds(), toolWait).Int64Slice()
+	if err == nil && len(res) == 5 && res[0] != 1 && c.ToolCap > 0 && toolWait == 0 {
+		// Refused by the caller's limits: the tool's place goes back.
+		if rerr := s.client.ZRem(ctx, s.toolKey(tool), member).Err(); rerr != nil {
+			err = rerr // the place lapses with its lease otherwise
+		}
+	}
 	if err != nil {
+		if c.ToolCap > 0 && toolWait == 0 {
+			// Whether or not the decision was made, the place is given
+			// back on a best effort; else it lapses with its lease.
+			s.client.ZRem(context.WithoutCancel(ctx), s.toolKey(tool), member)
+		}
 		return limit.Decision{}, limit.Lease{}, s.fail(ctx, "deciding a call's limits", err)
 	}
 	if len(res) != 5 {
@@ -178,7 +208,9 @@ func (s *Redis) Renew(ctx context.Context, leases []limit.Lease, c limit.Check) 
 	}
 	p := s.client.Pipeline()
 	for _, l := range leases {
-		renewScript.Run(ctx, p, s.keysOf(l), l.ID, millis(c.LeaseTTL))
+		for _, k := range s.keysOf(l) {
+			renewScript.Run(ctx, p, []string{k}, l.ID, millis(c.LeaseTTL))
+		}
 	}
 	if _, err := p.Exec(ctx); err != nil {
 		// Run on a pipeline queues EVALSHA; a server that lost its script
@@ -191,7 +223,9 @@ func (s *Redis) Renew(ctx context.Context, leases []limit.Lease, c limit.Check) 
 		}
 		p = s.client.Pipeline()
 		for _, l := range leases {
-			renewScript.EvalSha(ctx, p, s.keysOf(l), l.ID, millis(c.LeaseTTL))
+			for _, k := range s.keysOf(l) {
+				renewScript.EvalSha(ctx, p, []string{k}, l.ID, millis(c.LeaseTTL))
+			}
 		}
 		if _, err := p.Exec(ctx); err != nil {
 			return s.fail(ctx, "renewing leases", err)

@@ -20,6 +20,45 @@ func TestRedisContract(t *testing.T) {
 	})
 }
 
+// TestClusterContract runs the contract on a real Redis Cluster of three
+// primaries: every script keeps to one slot (the cluster refuses one that
+// does not with CROSSSLOT), a tool cap and its callers included.
+func TestClusterContract(t *testing.T) {
+	c := redistest.StartCluster(t)
+	client, err := store.NewClient(store.ModeCluster, c.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	limittest.Run(t, func(t *testing.T) limittest.Harness {
+		return limittest.Harness{Store: New(client, "test:"+t.Name()+":"), Advance: time.Sleep}
+	})
+}
+
+// TestSentinelContract runs the contract against a primary that Redis
+// Sentinel watches, then again through the same client after the
+// sentinels have failed it over to its replica.
+func TestSentinelContract(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	for _, phase := range []string{"before failover", "after failover"} {
+		if phase == "after failover" {
+			if err := s.Failover(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(phase, func(t *testing.T) {
+			limittest.Run(t, func(t *testing.T) limittest.Harness {
+				return limittest.Harness{Store: New(client, "test:"+t.Name()+":"), Advance: time.Sleep}
+			})
+		})
+	}
+}
+
 func newRedisStore(t testing.TB, addr, prefix string) *Redis {
 	t.Helper()
 	client, err := store.NewRedisClient("redis://" + addr)

@@ -27,6 +27,39 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// TestClusterContract runs the contract on a real Redis Cluster.
+func TestClusterContract(t *testing.T) {
+	c := redistest.StartCluster(t)
+	client, err := store.NewClient(store.ModeCluster, c.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	tasktest.Contract(t, New(client, "test:task:"), true)
+}
+
+// TestSentinelContract runs the contract against a primary that Redis
+// Sentinel watches, then again through the same client after the
+// sentinels have failed it over to its replica.
+func TestSentinelContract(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	for _, phase := range []string{"before failover", "after failover"} {
+		if phase == "after failover" {
+			if err := s.Failover(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(phase, func(t *testing.T) {
+			tasktest.Contract(t, New(client, "test:task:"+t.Name()+":"), true)
+		})
+	}
+}
+
 func TestUnavailable(t *testing.T) {
 	client, err := store.NewRedisClient("redis://" + testproc.FreeAddr(t))
 	if err != nil {

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,5 +32,46 @@ func TestStartAnswersAndStops(t *testing.T) {
 	}
 	if err := ping(addr); err == nil {
 		t.Errorf("%s still answers after its test ended", addr)
+	}
+}
+
+func TestStartClusterServesEverySlot(t *testing.T) {
+	c := StartCluster(t)
+	if len(c.Nodes) != 6 {
+		t.Fatalf("%d nodes, want 6", len(c.Nodes))
+	}
+	cl := c.Client(t)
+	ctx := context.Background()
+	// Keys of different slots land on different primaries; a script over
+	// two slots is refused, as the stores must never need.
+	for i := range 50 {
+		if err := cl.Set(ctx, "k"+string(rune('a'+i%26))+string(rune('a'+i/26)), "v", time.Minute).Err(); err != nil {
+			t.Fatalf("SET on the cluster: %v", err)
+		}
+	}
+	err := cl.Eval(ctx, "return redis.call('MSET', KEYS[1], 1, KEYS[2], 2)", []string{"{a}x", "{b}y"}).Err()
+	if err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("a script over two slots: %v, want CROSSSLOT", err)
+	}
+	masters := 0
+	cl.ForEachMaster(ctx, func(context.Context, *redis.Client) error { masters++; return nil })
+	if masters != 3 {
+		t.Fatalf("%d primaries, want 3", masters)
+	}
+}
+
+func TestStartSentinelFailsOver(t *testing.T) {
+	s := StartSentinel(t)
+	ctx := context.Background()
+	before, err := s.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.Primary(ctx)
+	if err != nil || after == before {
+		t.Fatalf("primary %s before, %s after (%v): want another", before, after, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/streams"
 	"github.com/mcpfleet/mcpfleet/internal/streams/redisstreams"
@@ -36,6 +37,46 @@ func TestRedisContract(t *testing.T) {
 
 // TestRedisKeyLayout: the two keys of a stream, their expiry, and a stream
 // handed over with its oldest events already dropped.
+// TestClusterContract runs the contract on a real Redis Cluster: a stream
+// and its metadata share one hash tag.
+func TestClusterContract(t *testing.T) {
+	c := redistest.StartCluster(t)
+	client, err := store.NewClient(store.ModeCluster, c.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	streamtest.Run(t, func(t *testing.T) streamtest.Harness {
+		o := streams.Options{TTL: 300 * time.Millisecond, MaxStreamBytes: 400}
+		return streamtest.Harness{Buffer: redisstreams.New(client, "test:"+t.Name()+":", o), MaxStreamBytes: 400, TTL: o.TTL}
+	})
+}
+
+// TestSentinelContract runs the contract against a primary that Redis
+// Sentinel watches, then again through the same client after the
+// sentinels have failed it over to its replica.
+func TestSentinelContract(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	for _, phase := range []string{"before failover", "after failover"} {
+		if phase == "after failover" {
+			if err := s.Failover(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(phase, func(t *testing.T) {
+			streamtest.Run(t, func(t *testing.T) streamtest.Harness {
+				o := streams.Options{TTL: 300 * time.Millisecond, MaxStreamBytes: 400}
+				return streamtest.Harness{Buffer: redisstreams.New(client, "test:"+t.Name()+":", o), MaxStreamBytes: 400, TTL: o.TTL}
+			})
+		})
+	}
+}
+
 func TestRedisKeyLayout(t *testing.T) {
 	ctx := context.Background()
 	client := serverClient(t)

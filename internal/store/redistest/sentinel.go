@@ -1,0 +1,188 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/proc"
+	"github.com/redis/go-redis/v9"
+)
+
+// SentinelMaster is the name the sentinels of StartSentinel watch the
+// primary under.
+const SentinelMaster = "mymaster"
+
+// Sentinel is a primary with one replica and three sentinels watching
+// them, on loopback.
+type Sentinel struct {
+	// Servers are the primary and its replica, in the order started.
+	Servers []*proc.Redis
+	// Sentinels are the three sentinels.
+	Sentinels []*proc.Redis
+	// URL names the sentinels in go-redis's failover form.
+	URL string
+}
+
+// StartSentinel runs a primary, a replica of it and three sentinels (a
+// quorum of two, the primary judged down after one second), returning
+// once the sentinels know the replica; it stops them in t.Cleanup. It
+// skips (or fails, with RequireEnv=1) without redis-server.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	bin := lookup(t, "redis-server")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := &Sentinel{}
+	primary, err := proc.StartRedis(ctx, bin, t.TempDir())
+	if err != nil {
+		t.Fatalf("starting the primary: %v", err)
+	}
+	t.Cleanup(primary.Kill)
+	host, port, _ := net.SplitHostPort(primary.Addr)
+	replica, err := proc.StartRedis(ctx, bin, t.TempDir(), "--replicaof", host, port)
+	if err != nil {
+		t.Fatalf("starting the replica: %v", err)
+	}
+	t.Cleanup(replica.Kill)
+	s.Servers = []*proc.Redis{primary, replica}
+	var addrs []string
+	for i := range 3 {
+		r, err := startSentinel(ctx, bin, t.TempDir(), primary.Addr)
+		if err != nil {
+			t.Fatalf("starting sentinel %d: %v", i, err)
+		}
+		t.Cleanup(r.Kill)
+		s.Sentinels = append(s.Sentinels, r)
+		addrs = append(addrs, r.Addr)
+	}
+	s.URL = "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+	if err := s.waitReplicas(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startSentinel runs one sentinel watching primary, its config file (which
+// a sentinel rewrites) in dir.
+func startSentinel(ctx context.Context, bin, dir, primary string) (*proc.Redis, error) {
+	var last error
+	for range 3 {
+		addr, err := proc.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		host, pport, _ := net.SplitHostPort(primary)
+		conf := filepath.Join(dir, "sentinel.conf")
+		text := fmt.Sprintf("bind 127.0.0.1\nport %s\ndir %s\nsentinel monitor %s %s %s 2\nsentinel down-after-milliseconds %[3]s 1000\nsentinel failover-timeout %[3]s 5000\nsentinel parallel-syncs %[3]s 1\n",
+			port, dir, SentinelMaster, host, pport)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			return nil, err
+		}
+		p, err := proc.Start("redis-sentinel", bin, conf, "--sentinel")
+		if err != nil {
+			return nil, err
+		}
+		r := &proc.Redis{Process: p, Addr: addr}
+		if last = waitPing(ctx, r); last == nil {
+			return r, nil
+		}
+		p.Kill()
+	}
+	return nil, last
+}
+
+// waitPing waits up to ten seconds for r to answer PING.
+func waitPing(ctx context.Context, r *proc.Redis) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	defer c.Close()
+	for {
+		err := c.Ping(ctx).Err()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-r.Exited():
+			return fmt.Errorf("%s exited at start (%v):\n%s", r.Name, r.Err(), proc.LastLines(r.Output(), 20))
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s on %s: %w", r.Name, r.Addr, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitReplicas waits until the first sentinel knows n replicas of the
+// master, up and synced enough to be promoted.
+func (s *Sentinel) waitReplicas(ctx context.Context, n int) error {
+	c := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr, DialTimeout: 500 * time.Millisecond})
+	defer c.Close()
+	for {
+		rs, err := c.Replicas(ctx, SentinelMaster).Result()
+		up := 0
+		for _, r := range rs {
+			if !strings.Contains(r["flags"], "down") && !strings.Contains(r["flags"], "disconnected") {
+				up++
+			}
+		}
+		if err == nil && up >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the sentinels to know %d replica(s): %v (%v)", n, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Primary returns the primary's address as the first sentinel sees it.
+func (s *Sentinel) Primary(ctx context.Context) (string, error) {
+	c := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr, DialTimeout: 500 * time.Millisecond})
+	defer c.Close()
+	a, err := c.GetMasterAddrByName(ctx, SentinelMaster).Result()
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(a[0], a[1]), nil
+}
+
+// Failover asks the sentinels to promote the replica (SENTINEL FAILOVER)
+// and waits until they name another primary, up to 30 s.
+func (s *Sentinel) Failover(ctx context.Context) error {
+	before, err := s.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	c := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr, DialTimeout: 500 * time.Millisecond})
+	defer c.Close()
+	if err := c.Failover(ctx, SentinelMaster).Err(); err != nil {
+		return fmt.Errorf("SENTINEL FAILOVER: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		now, err := s.Primary(ctx)
+		if err == nil && now != before {
+			// The new primary answers writes once it has left replica mode.
+			rc := redis.NewClient(&redis.Options{Addr: now, DialTimeout: 500 * time.Millisecond})
+			role, rerr := rc.Do(ctx, "ROLE").Slice()
+			rc.Close()
+			if rerr == nil && len(role) > 0 && role[0] == "master" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the failover from %s: %w", before, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
