@@ -49,7 +49,7 @@ func runFor(t *testing.T, o *Options) *Report {
 }
 
 // TestSilentStreamsAgreeWithTheModel: mission 1 (silent streams), broken
-// and fixed, on a shortened traffic, through HAProxy's consistent hashing
+// (at 40x) and fixed (at 20x), on a shortened traffic, through HAProxy's consistent hashing
 // behind an idle-cutting proxy: the real run meets the goal exactly when
 // the simulator does, and the cuts it counts are close to the model's.
 func TestSilentStreamsAgreeWithTheModel(t *testing.T) {
@@ -66,7 +66,15 @@ func TestSilentStreamsAgreeWithTheModel(t *testing.T) {
 			}
 			s.TrafficSeconds = 240
 			predicted := sim.MustRun(s)
-			rep := fleetRun(t, bin, s, 40, 0)
+			// The fixed setup holds when every keep-alive beats the
+			// cutter: at 40x its 30 s against 60 s leave 0.75 s of real
+			// time, which a busy machine's scheduling can eat; at 20x,
+			// 1.5 s. The broken one counts cuts, which 40x keeps short.
+			speed := 40.0
+			if setup == "fixed" {
+				speed = 20
+			}
+			rep := fleetRun(t, bin, s, speed, 0)
 			t.Logf("sim: %d cuts, %d resumes, %d failed; real: %d cuts, %d resumes, %d failed", predicted.IdleCuts, predicted.Resumes, predicted.Failed, rep.IdleCuts, rep.Resumes, rep.Failed)
 			if got, want := m.GoalMet(rep.Result), m.GoalMet(predicted); got != want {
 				t.Fatalf("goal met: real %v, sim %v", got, want)
