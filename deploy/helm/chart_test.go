@@ -29,6 +29,7 @@ func checkRelease(t testing.TB, r *release) {
 	checkServiceMonitors(t, r)
 	checkGateway(t, r)
 	checkDiscovery(t, r)
+	checkRestricted(t, r)
 }
 
 // secretFile is a secret file as `mcpfleet secret` writes it, made afresh

@@ -97,6 +97,12 @@ func TestChecksCatchBrokenCharts(t *testing.T) {
 		{"grace shorter than drain plus grace", func(t *testing.T) *release {
 			return edit(t, base, "Deployment", "gateway", "terminationGracePeriodSeconds: 32", "terminationGracePeriodSeconds: 27")
 		}, "terminationGracePeriodSeconds"},
+		{"a gateway container that may escalate", func(t *testing.T) *release {
+			return edit(t, base, "Deployment", "gateway", "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true")
+		}, "restricted Pod Security Standard forbids it: allowPrivilegeEscalation"},
+		{"a Redis pod that may run as root", func(t *testing.T) *release {
+			return edit(t, base, "Deployment", "redis", "runAsNonRoot: true", "runAsNonRoot: false")
+		}, "restricted Pod Security Standard forbids it: runAsNonRoot"},
 		{"readiness on /healthz", func(t *testing.T) *release {
 			return edit(t, base, "Deployment", "gateway", "path: /readyz", "path: /healthz")
 		}, "readiness probe"},

@@ -32,8 +32,10 @@ import (
 const (
 	chartDir  = "mcpfleet"
 	namespace = "mcp"
-	// kubeVersion is the cluster the render assumes: the oldest the chart
-	// supports (Chart.yaml's kubeVersion) would do as well.
+	// kubeVersion is the cluster the render assumes. The chart names no
+	// kubeVersion (a plain `helm template` assumes v1.20.0 and would refuse
+	// it); its one need of a newer cluster, the preStop sleep of 1.30, is
+	// documented with gateway.preStopSleepSeconds.
 	kubeVersion = "v1.34.0"
 )
 
@@ -100,7 +102,7 @@ func render(opts renderOptions) (*release, error) {
 	}
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = chartutil.KubeVersion{Version: kubeVersion, Major: "1", Minor: "34"}
-	if !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, kubeVersion) {
+	if ch.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, kubeVersion) {
 		return nil, fmt.Errorf("chart needs Kubernetes %s, not %s", ch.Metadata.KubeVersion, kubeVersion)
 	}
 	vals := map[string]any{}

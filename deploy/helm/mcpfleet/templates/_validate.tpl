@@ -70,7 +70,4 @@ render with a message that names the values to change.
 {{- fail "gateway.config.limits.store: the chart sets this key itself (redis whenever the gateways share a store)" -}}
 {{- end -}}
 {{- end -}}
-{{- if and (gt (int $v.gateway.preStopSleepSeconds) 0) (semverCompare "<1.30.0-0" .Capabilities.KubeVersion.Version) -}}
-{{- fail "gateway.preStopSleepSeconds needs lifecycle.preStop.sleep, Kubernetes 1.30 or later" -}}
-{{- end -}}
 {{- end -}}
