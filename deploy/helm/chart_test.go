@@ -181,6 +181,19 @@ func TestChartRenders(t *testing.T) {
 				t.Errorf("upstreams %v, discovery %q: want gateway.upstreams", c.Upstreams, c.Discovery.DNSName)
 			}
 		}},
+		{"a Redis Cluster of one's own", renderOptions{set: map[string]any{"redis": map[string]any{"enabled": false, "mode": "cluster",
+			"external": map[string]any{"url": "redis://redis-0.redis.shared:6379?addr=redis-1.redis.shared:6379&addr=redis-2.redis.shared:6379"}}}}, func(t *testing.T, r *release) {
+			c := gatewayOf(t, r).cfg
+			if c.RedisMode != "cluster" || !strings.Contains(c.RedisURL, "?addr=redis-1.redis.shared:6379&addr=") || c.Limits.Store != "redis" {
+				t.Errorf("redis_mode %q, redis_url %q, limits.store %q: want the cluster's seeds for every store", c.RedisMode, c.RedisURL, c.Limits.Store)
+			}
+		}},
+		{"sentinels of one's own", renderOptions{set: map[string]any{"redis": map[string]any{"enabled": false, "mode": "sentinel", "sentinelMaster": "mymaster",
+			"external": map[string]any{"url": "redis://sentinel-0.redis:26379?addr=sentinel-1.redis:26379"}}}}, func(t *testing.T, r *release) {
+			if c := gatewayOf(t, r).cfg; c.RedisMode != "sentinel" || c.RedisSentinelMaster != "mymaster" {
+				t.Errorf("redis_mode %q, redis_sentinel_master %q", c.RedisMode, c.RedisSentinelMaster)
+			}
+		}},
 		{"admin token from a Secret", renderOptions{set: map[string]any{"adminToken": map[string]any{"existingSecret": "mcpfleet-admin"}}}, func(t *testing.T, r *release) {
 			g := gatewayOf(t, r)
 			if g.cfg.AdminTokenFile != "/etc/mcpfleet/admin/admin-token" {
@@ -249,6 +262,9 @@ func TestBadValuesAreRefused(t *testing.T) {
 	}{
 		{"a values file", []string{"bad-values.yaml"}, nil, "more than one gateway needs a shared store"},
 		{"misspelled key", nil, map[string]any{"replicacount": 2}, "additional properties 'replicacount' not allowed"},
+		{"a cluster on the bundled Valkey", nil, map[string]any{"redis": map[string]any{"mode": "cluster"}}, "the bundled Valkey is one server"},
+		{"sentinels without the master's name", nil, map[string]any{"redis": map[string]any{"enabled": false, "mode": "sentinel", "external": map[string]any{"url": "redis://s0:26379"}}}, "redis.sentinelMaster: required"},
+		{"an unknown redis mode", nil, map[string]any{"redis": map[string]any{"mode": "ring"}}, "redis/mode"},
 		{"mis-cased key", nil, map[string]any{"gateway": map[string]any{"drainDelayseconds": 5}}, "'drainDelayseconds' not allowed"},
 		{"wrong type", nil, map[string]any{"replicaCount": "three"}, "at '/replicaCount': got string, want integer"},
 		{"drain beyond serve's 5m", nil, map[string]any{"gateway": map[string]any{"drainDelaySeconds": 301}}, "drainDelaySeconds"},

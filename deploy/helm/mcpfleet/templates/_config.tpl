@@ -31,6 +31,10 @@ always give the same file and the same checksum.
 {{- else -}}
 {{- $_ = set $cfg "redis_url" (include "mcpfleet.redisURL" .) -}}
 {{- end -}}
+{{- $_ = set $cfg "redis_mode" $v.redis.mode -}}
+{{- if eq $v.redis.mode "sentinel" -}}
+{{- $_ = set $cfg "redis_sentinel_master" $v.redis.sentinelMaster -}}
+{{- end -}}
 {{- $limits := deepCopy (get $cfg "limits" | default dict) -}}
 {{- $_ = set $limits "store" "redis" -}}
 {{- $_ = set $cfg "limits" $limits -}}

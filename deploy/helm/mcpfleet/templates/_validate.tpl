@@ -18,6 +18,12 @@ render with a message that names the values to change.
 {{- if and $v.redis.enabled (or $x.url $x.existingSecret) -}}
 {{- fail "redis: set redis.enabled=false to use redis.external.url or redis.external.existingSecret, or leave both empty for the bundled Valkey" -}}
 {{- end -}}
+{{- if and $v.redis.enabled (ne $v.redis.mode "single") -}}
+{{- fail "redis.mode: the bundled Valkey is one server (single); a cluster or sentinels are yours: set redis.enabled=false and name them in redis.external.url or redis.external.existingSecret" -}}
+{{- end -}}
+{{- if and (eq $v.redis.mode "sentinel") (not $v.redis.sentinelMaster) -}}
+{{- fail "redis.sentinelMaster: required with redis.mode=sentinel, the name the sentinels watch the primary under" -}}
+{{- end -}}
 {{- if and $x.url $x.existingSecret -}}
 {{- fail "redis.external: set either redis.external.url (a URL without a password) or redis.external.existingSecret (a Secret holding the URL), not both" -}}
 {{- end -}}
@@ -59,6 +65,8 @@ render with a message that names the values to change.
   "task_store" "from redis.* (redis whenever the gateways share a store)"
   "redis_url" "from redis.enabled or redis.external.url"
   "redis_url_file" "from redis.external.existingSecret"
+  "redis_mode" "from redis.mode"
+  "redis_sentinel_master" "from redis.sentinelMaster"
 -}}
 {{- range $key := keys $owned | sortAlpha -}}
 {{- if hasKey $v.gateway.config $key -}}
