@@ -40,7 +40,8 @@ func metricSum(t *testing.T, admin, name string) float64 {
 
 // TestGatewaysOnARedisClusterThroughAFailover: three gateway processes on a
 // real six-node Redis Cluster (redis_mode: cluster). One caller's runaway
-// is held to one set of limits, a tool cap of 3 holds fleet-wide; then the
+// is held to one set of limits, a tool cap of 3 holds fleet-wide, an
+// Idempotency-Key re-issued through each gateway runs once; then the
 // primary holding the runaway's keys is killed with SIGKILL: the gateways
 // stay up and fail open as configured (counted), no answer is a 5xx, and
 // within 5 s of the cluster promoting its replica the runaway is refused
@@ -53,7 +54,7 @@ func TestGatewaysOnARedisClusterThroughAFailover(t *testing.T) {
 	calls, ups := limitsFleet(t)
 	var admins []string
 	var cfg strings.Builder
-	cfg.WriteString(ups + "secret_file: " + writeSecret(t) + "\nredis_mode: cluster\nredis_url: '" + c.URL + "'\n")
+	cfg.WriteString(ups + "secret_file: " + writeSecret(t) + "\nredis_mode: cluster\nredis_url: '" + c.URL + "'\nidempotency: redis\n")
 	cfg.WriteString("limits: {rate: 5, burst: 5, concurrency: 2, store: redis, tools: {sleep: 3}}\n")
 	gws := startGatewaysWithAdmin(t, 3, cfg.String(), &admins)
 
@@ -77,6 +78,17 @@ func TestGatewaysOnARedisClusterThroughAFailover(t *testing.T) {
 	wg.Wait()
 	if p := calls.Peak("sleep"); p > 3 {
 		t.Errorf("%d calls of the capped tool ran at once at the replicas (12 callers at once), want at most 3", p)
+	}
+
+	// An Idempotency-Key re-issued through another gateway replays the
+	// first execution.
+	for i := range 3 {
+		if a := postKeyed(t, gws[i], "idem-caller", "order-42"); a.status != 200 || !strings.Contains(a.body, "mutated") {
+			t.Fatalf("keyed call %d through gateway %d: %d %s", i+1, i+1, a.status, a.body)
+		}
+	}
+	if n := calls.Started("mutate"); n != 1 {
+		t.Errorf("one Idempotency-Key through three gateways: %d executions, want 1", n)
 	}
 
 	// Kill the primary holding the runaway's keys, while it runs.
@@ -144,6 +156,26 @@ func TestGatewaysOnARedisClusterThroughAFailover(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+}
+
+// postKeyed sends a 2026-07-28 tools/call of mutate with an
+// Idempotency-Key, as token.
+func postKeyed(t *testing.T, gw, token, key string) callAnswer {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mutate","arguments":{"key":"k"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mutate",
+		"Authorization": "Bearer " + token, "Idempotency-Key": key} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return callAnswer{status: resp.StatusCode, body: string(b)}
 }
 
 // startGatewaysWithAdmin is startGateways with an admin listener each,

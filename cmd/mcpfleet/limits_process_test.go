@@ -285,13 +285,23 @@ func TestLeasesOfAKilledGatewayLapse(t *testing.T) {
 }
 
 // TestCacheThroughServe: two gateway processes with cache.mode shared
-// answer six callers' tools/list with one execution at the replicas.
+// answer six callers' tools/list with one execution at the replicas, on a
+// redis-server and on a Redis Cluster.
 func TestCacheThroughServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Run("redis", func(t *testing.T) { cacheThroughServe(t, "redis_url: redis://"+redistest.Start(t)+"/0\n") })
+	t.Run("redis cluster", func(t *testing.T) {
+		cacheThroughServe(t, "redis_mode: cluster\nredis_url: '"+redistest.StartCluster(t).URL+"'\n")
+	})
+}
+
+// cacheThroughServe: six callers list tools through two gateways sharing
+// the cache in the store the lines store name: one execution.
+func cacheThroughServe(t *testing.T, store string) {
 	calls, ups := countedFleet(t, time.Minute)
-	gws, _ := startGateways(t, 2, ups+"secret_file: "+writeSecret(t)+"\nredis_url: redis://"+redistest.Start(t)+"/0\ncache: {mode: shared}\n")
+	gws, _ := startGateways(t, 2, ups+"secret_file: "+writeSecret(t)+"\n"+store+"cache: {mode: shared}\n")
 	for i := range 6 {
 		body := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 		req, _ := http.NewRequest(http.MethodPost, "http://"+gws[i%2]+"/mcp", strings.NewReader(body))

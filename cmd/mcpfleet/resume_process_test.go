@@ -47,7 +47,13 @@ type resumePair struct {
 // replicas at upstreams (MCP URLs), and waits until both are ready.
 func startResumePair(t *testing.T, upstreams ...string) *resumePair {
 	t.Helper()
-	redis := redistest.Start(t)
+	return startResumePairOn(t, "redis_url: redis://"+redistest.Start(t)+"/0\n", upstreams...)
+}
+
+// startResumePairOn is startResumePair on the store that store (its
+// configuration lines) names.
+func startResumePairOn(t *testing.T, store string, upstreams ...string) *resumePair {
+	t.Helper()
 	secret := writeSecret(t)
 	sec, err := config.ReadSecret(secret)
 	if err != nil {
@@ -64,8 +70,8 @@ func startResumePair(t *testing.T, upstreams ...string) *resumePair {
 	for i := range p.gw {
 		p.gw[i], p.admin[i] = testproc.FreeAddr(t), testproc.FreeAddr(t)
 		cfg := filepath.Join(t.TempDir(), "mcpfleet.yaml")
-		body := fmt.Sprintf("listen: %s\nadmin: %s\nsecret_file: %s\nredis_url: redis://%s/0\nkeepalive: 200ms\ngrace: 1s\n"+
-			"resume: {store: redis, grace: 1m}\nupstreams:\n%s", p.gw[i], p.admin[i], secret, redis, ups.String())
+		body := fmt.Sprintf("listen: %s\nadmin: %s\nsecret_file: %s\n%skeepalive: 200ms\ngrace: 1s\n"+
+			"resume: {store: redis, grace: 1m}\nupstreams:\n%s", p.gw[i], p.admin[i], secret, store, ups.String())
 		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -385,6 +391,19 @@ func TestResumeProcessesThroughAnotherGateway(t *testing.T) {
 	}
 	urls, _ := startTestservers(t, 2)
 	p := startResumePair(t, urls...)
+	sleepAcrossCut(t, p, resumeVia{outcome: "replayed"})
+}
+
+// TestResumeProcessesOnARedisCluster: the same cut and resume through the
+// other gateway, the two sharing a real Redis Cluster (redis_mode:
+// cluster): the kept stream is found whichever primary holds it.
+func TestResumeProcessesOnARedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster and processes")
+	}
+	c := redistest.StartCluster(t)
+	urls, _ := startTestservers(t, 2)
+	p := startResumePairOn(t, "redis_mode: cluster\nredis_url: '"+c.URL+"'\n", urls...)
 	sleepAcrossCut(t, p, resumeVia{outcome: "replayed"})
 }
 

@@ -5,8 +5,11 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -22,6 +25,10 @@ const (
 	DefaultReadTimeout  = 250 * time.Millisecond
 	DefaultWriteTimeout = 250 * time.Millisecond
 )
+
+// ClusterStateReload is how old a cluster client's map of slots to nodes
+// may grow under traffic before it asks the cluster again.
+const ClusterStateReload = 2 * time.Second
 
 // The topologies a store's server may have (redis_mode).
 const (
@@ -85,7 +92,18 @@ func NewClient(mode, rawURL, master string) (redis.UniversalClient, error) {
 		opts.MaxRedirects = 3
 		opts.DialerRetries = 2
 		opts.DialerRetryTimeout = 20 * time.Millisecond
-		return redis.NewClusterClient(opts), nil
+		// A primary that dies sends no MOVED: go-redis would keep its
+		// slots on the dead node until its state reload, 60 s by default.
+		// Reload every few seconds under traffic, and at once (go-redis
+		// spaces reloads 200 ms apart) when a command fails on the
+		// network, so that the gateways follow a failover within a
+		// second or two of the cluster.
+		if opts.ClusterStateReloadInterval == 0 {
+			opts.ClusterStateReloadInterval = ClusterStateReload
+		}
+		cc := redis.NewClusterClient(opts)
+		cc.AddHook(reloadOnFailure{cc})
+		return cc, nil
 	case ModeSentinel:
 		if master == "" {
 			return nil, errors.New("redis sentinel: the master's name (redis_sentinel_master) is required")
@@ -140,4 +158,37 @@ func urlProblem(err error) string {
 		return "malformed URL"
 	}
 	return msg
+}
+
+// reloadOnFailure asks a cluster client to reload its slots map when a
+// command fails on the network (a dead node, a refused dial, a timeout) or
+// the cluster says it is down: the map may name a primary that is gone.
+type reloadOnFailure struct{ cc *redis.ClusterClient }
+
+func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h reloadOnFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.check(err)
+		return err
+	}
+}
+
+func (h reloadOnFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.check(err)
+		return err
+	}
+}
+
+func (h reloadOnFailure) check(err error) {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
+		return
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) || strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
+		h.cc.ReloadState(context.Background())
+	}
 }

@@ -100,7 +100,7 @@ func TestNewClientModes(t *testing.T) {
 		t.Fatalf("cluster mode gave a %T", c)
 	}
 	o := cc.Options()
-	if strings.Join(o.Addrs, ",") != "n1:7000,n2:7001,n3:7002" || o.Password != "hunter2" || o.ReadTimeout != DefaultReadTimeout || o.MaxRedirects != 3 {
+	if strings.Join(o.Addrs, ",") != "n1:7000,n2:7001,n3:7002" || o.Password != "hunter2" || o.ReadTimeout != DefaultReadTimeout || o.MaxRedirects != 3 || o.ClusterStateReloadInterval != ClusterStateReload {
 		t.Errorf("cluster options: addrs %v, read timeout %v, redirects %d", o.Addrs, o.ReadTimeout, o.MaxRedirects)
 	}
 	c.Close()

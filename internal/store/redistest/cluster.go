@@ -47,8 +47,11 @@ func StartCluster(t testing.TB) *Cluster {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
+		// No delay before a replica's first sync (5 s by default): a
+		// replica that has never synced is no candidate for a failover.
 		r, err := proc.StartRedis(ctx, bin, dir, "--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", fmt.Sprint(ClusterNodeTimeout.Milliseconds()))
+			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", fmt.Sprint(ClusterNodeTimeout.Milliseconds()),
+			"--repl-diskless-sync-delay", "0")
 		if err != nil {
 			t.Fatalf("starting cluster node %d: %v", i, err)
 		}
@@ -69,8 +72,8 @@ func StartCluster(t testing.TB) *Cluster {
 }
 
 // WaitOK waits until every running node says cluster_state:ok with all
-// 16384 slots served, and a cluster client can write keys of several
-// slots.
+// 16384 slots served, every replica has synced with its primary, and a
+// cluster client can write keys of several slots.
 func (c *Cluster) WaitOK(ctx context.Context) error {
 	for {
 		err := c.ok(ctx)
@@ -79,7 +82,7 @@ func (c *Cluster) WaitOK(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the cluster: %w (%w)", ctx.Err(), err)
+			return fmt.Errorf("waiting for the cluster: %w (%w)\n%s", ctx.Err(), err, c.nodesView())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -94,12 +97,21 @@ func (c *Cluster) ok(ctx context.Context) error {
 		}
 		cl := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
 		info, err := cl.ClusterInfo(ctx).Result()
+		var repl string
+		if err == nil {
+			repl, err = cl.Info(ctx, "replication").Result()
+		}
 		cl.Close()
 		if err != nil {
 			return err
 		}
 		if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
 			return fmt.Errorf("node %s: not ok yet", n.Addr)
+		}
+		// A replica must have synced with its primary, or it could not
+		// take over from it.
+		if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+			return fmt.Errorf("replica %s: not synced with its primary yet", n.Addr)
 		}
 	}
 	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.addrs(), DialTimeout: 500 * time.Millisecond})
@@ -142,4 +154,27 @@ func lookup(t testing.TB, name string) string {
 		t.Skipf("%s not found on PATH (Debian packages redis-server, redis-tools); set %s=1 to fail instead", name, RequireEnv)
 	}
 	return bin
+}
+
+// nodesView is CLUSTER NODES as the first running node sees it, for a
+// failure message.
+func (c *Cluster) nodesView() string {
+	for _, n := range c.Nodes {
+		select {
+		case <-n.Exited():
+			continue
+		default:
+		}
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+		v, err := cl.ClusterNodes(context.Background()).Result()
+		cl.Close()
+		if err == nil {
+			out := "CLUSTER NODES at " + n.Addr + ":\n" + v
+			for _, m := range c.Nodes {
+				out += "\nlog of " + m.Addr + ":\n" + proc.LastLines(m.Output(), 12)
+			}
+			return out
+		}
+	}
+	return "no node answers CLUSTER NODES"
 }
