@@ -55,7 +55,12 @@ func (w *sliceWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); 
 //     nothing pinned, the busiest process named);
 //   - "more replicas would help" only when a replica is pinned, and then a
 //     second replica raises throughput at least 1.3x;
-//   - "would not help" and a second replica adds less than 1.2x.
+//   - "more replicas would not help" (a saturated machine, or another
+//     process pinned) and a second replica adds less than 1.2x;
+//   - with nothing pinned the finder says the limit is elsewhere and makes
+//     no claim about replicas: a replica bound by its latency rather than
+//     its CPU may gain from a second one (a run here gained 1.5x with the
+//     replica at 42% of a core), so the ratio is logged, not judged.
 //
 // A CPU-bound single-core replica offered 1.6 cores of work must be pinned
 // wherever it gets its core; when the machine is saturated instead (another
@@ -162,9 +167,10 @@ func checkVerdict(t *testing.T, c *CPUReport, cores func(bottleneck.Process) flo
 
 // checkAdvice holds the one-replica run's advice to what the two-replica
 // run measured: "more replicas would help" and throughput rises 1.3x or
-// more; "would not help" and it rises less than 1.2x. A second replica
-// cannot show its help on a machine with no CPU left for it: then the test
-// skips, saying so.
+// more; "would not help" (saturated, or a process other than a replica
+// pinned) and it rises less than 1.2x; no claim (nothing pinned) and the
+// ratio is only logged. A second replica cannot show its help on a machine
+// with no CPU left for it: then the test skips, saying so.
 func checkAdvice(t *testing.T, one, two *Report) {
 	t.Helper()
 	ratio := throughput(two) / throughput(one)
@@ -177,6 +183,11 @@ func checkAdvice(t *testing.T, one, two *Report) {
 		if ratio < 1.3 {
 			t.Fatalf("the finder said more replicas would help, but a second one added less than 1.3x: %s", figures)
 		}
+		return
+	}
+	v := one.Run.CPU.Verdict
+	if !v.Saturated && v.Pinned == "" {
+		t.Logf("nothing was pinned, so the finder made no claim about replicas; a second one gave %.2fx", ratio)
 		return
 	}
 	if ratio >= 1.2 {

@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,9 +54,9 @@ func TestStartClusterServesEverySlot(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Fatalf("a script over two slots: %v, want CROSSSLOT", err)
 	}
-	masters := 0
-	cl.ForEachMaster(ctx, func(context.Context, *redis.Client) error { masters++; return nil })
-	if masters != 3 {
+	var masters atomic.Int32
+	cl.ForEachMaster(ctx, func(context.Context, *redis.Client) error { masters.Add(1); return nil })
+	if masters := masters.Load(); masters != 3 {
 		t.Fatalf("%d primaries, want 3", masters)
 	}
 }
