@@ -53,6 +53,9 @@ func TestSentinelContract(t *testing.T) {
 			if err := s.Failover(context.Background()); err != nil {
 				t.Fatal(err)
 			}
+			if err := redistest.WaitPrimary(context.Background(), client); err != nil {
+				t.Fatal(err)
+			}
 		}
 		t.Run(phase, func(t *testing.T) {
 			tasktest.Contract(t, New(client, "test:task:"+t.Name()+":"), true)

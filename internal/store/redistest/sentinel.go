@@ -155,7 +155,8 @@ func (s *Sentinel) Primary(ctx context.Context) (string, error) {
 }
 
 // Failover asks the sentinels to promote the replica (SENTINEL FAILOVER)
-// and waits until they name another primary, up to 30 s.
+// and waits until they name another primary, that primary is one, and the
+// old one has become its replica, up to 30 s.
 func (s *Sentinel) Failover(ctx context.Context) error {
 	before, err := s.Primary(ctx)
 	if err != nil {
@@ -170,14 +171,10 @@ func (s *Sentinel) Failover(ctx context.Context) error {
 	defer cancel()
 	for {
 		now, err := s.Primary(ctx)
-		if err == nil && now != before {
-			// The new primary answers writes once it has left replica mode.
-			rc := redis.NewClient(&redis.Options{Addr: now, DialTimeout: 500 * time.Millisecond})
-			role, rerr := rc.Do(ctx, "ROLE").Slice()
-			rc.Close()
-			if rerr == nil && len(role) > 0 && role[0] == "master" {
-				return nil
-			}
+		// Done once the new primary has left replica mode and the old one
+		// has become its replica: until then both may take writes.
+		if err == nil && now != before && roleOf(ctx, now) == "master" && roleOf(ctx, before) == "slave" {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -185,4 +182,39 @@ func (s *Sentinel) Failover(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// roleOf is the ROLE of the server at addr: master, slave or "" when it
+// does not answer.
+func roleOf(ctx context.Context, addr string) string {
+	rc := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	defer rc.Close()
+	role, err := rc.Do(ctx, "ROLE").Slice()
+	if err != nil || len(role) == 0 {
+		return ""
+	}
+	r, _ := role[0].(string)
+	return r
+}
+
+// WaitPrimary waits up to 10 s until client's commands reach a primary
+// (ROLE answers master three times in a row): a client that has not yet
+// heard of a failover still writes to the old one.
+func WaitPrimary(ctx context.Context, client redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for ok := 0; ok < 3; {
+		role, err := client.Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			ok++
+			continue
+		}
+		ok = 0
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the client to reach the new primary: %w (%v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
