@@ -79,8 +79,11 @@ func TestSilentStreamsAgreeWithTheModel(t *testing.T) {
 			if got, want := m.GoalMet(rep.Result), m.GoalMet(predicted); got != want {
 				// A keep-alive is late only by the scheduling of a starved
 				// replica or machine: then the run measured the machine.
-				if c := rep.Run.CPU; setup == "fixed" && c != nil && (c.Verdict.Saturated || c.MachineBusy >= 0.8 || c.Verdict.Pinned != "") {
-					t.Skipf("the fixed setup had %d cuts on a starved machine (%.0f%% busy; %s): keep-alives late by the scheduling, not judged", rep.IdleCuts, c.MachineBusy*100, c.Verdict.Text)
+				if c := rep.Run.CPU; setup == "fixed" && c != nil {
+					if other := outsideShare(c); c.Verdict.Saturated || c.MachineBusy >= 0.8 || c.Verdict.Pinned != "" || other >= 0.25 {
+						t.Skipf("the fixed setup had %d cuts on a starved machine (%.0f%% busy, %.0f%% of it by processes outside the run; %s): keep-alives late by the scheduling, not judged",
+							rep.IdleCuts, c.MachineBusy*100, other*100, c.Verdict.Text)
+					}
 				}
 				t.Fatalf("goal met: real %v, sim %v", got, want)
 			}
@@ -92,6 +95,16 @@ func TestSilentStreamsAgreeWithTheModel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outsideShare is the share of the machine that processes outside the run
+// used while it ran: another program holding a core shows as 0.5 on two.
+func outsideShare(c *CPUReport) float64 {
+	other := c.MachineBusy
+	for _, p := range c.Processes {
+		other -= p.MachineShare
+	}
+	return max(other, 0)
 }
 
 // TestLoadAnEndpoint: --url mode against an endpoint the run did not
