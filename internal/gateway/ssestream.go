@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
@@ -158,8 +159,10 @@ func (g *Gateway) rewriteEndpoint(block []byte, rep *upstream.Replica, r *http.R
 // origin is refused, unless it is the origin the client used, which a
 // replica building its URLs from X-Forwarded-Host names.
 func endpointTarget(data string, sseURL *url.URL, clientHost string) (string, error) {
+	// One URI on one data line: a line break (two data lines joined) is
+	// no URI, and the rewrite puts one value back.
 	ref, err := url.Parse(data)
-	if err != nil || data == "" || ref.Opaque != "" {
+	if err != nil || data == "" || ref.Opaque != "" || strings.ContainsAny(data, "\r\n") {
 		return "", errEndpointURI
 	}
 	u := sseURL.ResolveReference(ref)
