@@ -56,27 +56,11 @@ func TestClusterContract(t *testing.T) {
 // Sentinel watches, then again through the same client after the
 // sentinels have failed it over to its replica.
 func TestSentinelContract(t *testing.T) {
-	s := redistest.StartSentinel(t)
-	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	for _, phase := range []string{"before failover", "after failover"} {
-		if phase == "after failover" {
-			if err := s.Failover(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if err := redistest.WaitPrimary(context.Background(), client); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Run(phase, func(t *testing.T) {
-			testStore(t, func(t *testing.T) harness {
-				return harness{store: NewRedis(client, "test:"+t.Name()+":", nil), advance: time.Sleep, short: time.Second, maxResult: DefaultMaxResult}
-			})
+	redistest.OnSentinel(t, store.NewClient, func(t *testing.T, client redis.UniversalClient) {
+		testStore(t, func(t *testing.T) harness {
+			return harness{store: NewRedis(client, "test:"+t.Name()+":", nil), advance: time.Sleep, short: time.Second, maxResult: DefaultMaxResult}
 		})
-	}
+	})
 }
 
 func TestRedisKeyLayout(t *testing.T) {

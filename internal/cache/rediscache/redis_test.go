@@ -12,6 +12,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
+	"github.com/redis/go-redis/v9"
 )
 
 func newStore(t testing.TB, addr, prefix string) *Redis {
@@ -49,27 +50,11 @@ func TestClusterContract(t *testing.T) {
 // Sentinel watches, then again through the same client after the
 // sentinels have failed it over to its replica.
 func TestSentinelContract(t *testing.T) {
-	s := redistest.StartSentinel(t)
-	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	for _, phase := range []string{"before failover", "after failover"} {
-		if phase == "after failover" {
-			if err := s.Failover(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if err := redistest.WaitPrimary(context.Background(), client); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Run(phase, func(t *testing.T) {
-			cachetest.Run(t, func(t *testing.T) cachetest.Harness {
-				return cachetest.Harness{Store: New(client, "test:"+t.Name()+":", 4096, time.Hour), Advance: time.Sleep, MaxEntry: 4096}
-			})
+	redistest.OnSentinel(t, store.NewClient, func(t *testing.T, client redis.UniversalClient) {
+		cachetest.Run(t, func(t *testing.T) cachetest.Harness {
+			return cachetest.Harness{Store: New(client, "test:"+t.Name()+":", 4096, time.Hour), Advance: time.Sleep, MaxEntry: 4096}
 		})
-	}
+	})
 }
 
 func TestRedisKeysAndLives(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestRedisContract(t *testing.T) {
@@ -39,27 +40,11 @@ func TestClusterContract(t *testing.T) {
 // Sentinel watches, then again through the same client after the
 // sentinels have failed it over to its replica.
 func TestSentinelContract(t *testing.T) {
-	s := redistest.StartSentinel(t)
-	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	for _, phase := range []string{"before failover", "after failover"} {
-		if phase == "after failover" {
-			if err := s.Failover(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if err := redistest.WaitPrimary(context.Background(), client); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Run(phase, func(t *testing.T) {
-			limittest.Run(t, func(t *testing.T) limittest.Harness {
-				return limittest.Harness{Store: New(client, "test:"+t.Name()+":"), Advance: time.Sleep}
-			})
+	redistest.OnSentinel(t, store.NewClient, func(t *testing.T, client redis.UniversalClient) {
+		limittest.Run(t, func(t *testing.T) limittest.Harness {
+			return limittest.Harness{Store: New(client, "test:"+t.Name()+":"), Advance: time.Sleep}
 		})
-	}
+	})
 }
 
 func newRedisStore(t testing.TB, addr, prefix string) *Redis {

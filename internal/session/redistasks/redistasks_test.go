@@ -10,6 +10,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestContract(t *testing.T) {
@@ -42,25 +43,9 @@ func TestClusterContract(t *testing.T) {
 // Sentinel watches, then again through the same client after the
 // sentinels have failed it over to its replica.
 func TestSentinelContract(t *testing.T) {
-	s := redistest.StartSentinel(t)
-	client, err := store.NewClient(store.ModeSentinel, s.URL, redistest.SentinelMaster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	for _, phase := range []string{"before failover", "after failover"} {
-		if phase == "after failover" {
-			if err := s.Failover(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			if err := redistest.WaitPrimary(context.Background(), client); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Run(phase, func(t *testing.T) {
-			tasktest.Contract(t, New(client, "test:task:"+t.Name()+":"), true)
-		})
-	}
+	redistest.OnSentinel(t, store.NewClient, func(t *testing.T, client redis.UniversalClient) {
+		tasktest.Contract(t, New(client, "test:task:"+t.Name()+":"), true)
+	})
 }
 
 func TestUnavailable(t *testing.T) {

@@ -218,3 +218,28 @@ func WaitPrimary(ctx context.Context, client redis.UniversalClient) error {
 	}
 	return nil
 }
+
+// NewClient is store.NewClient, passed in: redistest cannot import package
+// store, whose own tests import redistest.
+type NewClient func(mode, url, master string) (redis.UniversalClient, error)
+
+// OnSentinel runs run against a primary that Redis Sentinel watches, then
+// again through the same client after the sentinels have failed it over
+// to its replica and the client has followed.
+func OnSentinel(t *testing.T, newClient NewClient, run func(t *testing.T, client redis.UniversalClient)) {
+	t.Helper()
+	s := StartSentinel(t)
+	client, err := newClient("sentinel", s.URL, SentinelMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	t.Run("before failover", func(t *testing.T) { run(t, client) })
+	if err := s.Failover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitPrimary(context.Background(), client); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("after failover", func(t *testing.T) { run(t, client) })
+}
