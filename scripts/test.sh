@@ -46,6 +46,7 @@ install_balancers() {
 	command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx)
 	command -v haproxy >/dev/null || [[ -x /usr/sbin/haproxy ]] || missing+=(haproxy)
 	command -v redis-server >/dev/null || missing+=(redis-server)
+	command -v redis-cli >/dev/null || missing+=(redis-tools) # redis-cli --cluster create, for the Redis Cluster tests
 	command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]] || missing+=(chromium)
 	[[ -s /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates) # the container image's CA bundle
 	command -v git >/dev/null || missing+=(git)                                 # the image's build time and version
