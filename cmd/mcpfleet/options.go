@@ -65,7 +65,27 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 	if retries == 0 {
 		retries = -1 // never
 	}
+	var caps map[string]int
+	for _, u := range c.Upstreams {
+		if u.MaxInflight == 0 {
+			continue
+		}
+		if caps == nil {
+			caps = map[string]int{}
+		}
+		name := u.Name
+		if name == "" {
+			parsed, _ := upstream.ParseURL(u.URL) // validated
+			name = parsed.Host
+		}
+		caps[name] = u.MaxInflight
+	}
 	return &gateway.Options{
+		MaxInflight:          caps,
+		DefaultMaxInflight:   c.Discovery.MaxInflight,
+		QueueTimeout:         time.Duration(c.QueueTimeout),
+		QueueSize:            c.QueueSize,
+		UpstreamPoolSize:     c.UpstreamPoolSize,
 		Path:                 c.Path,
 		Balance:              p,
 		HashEpsilon:          eps,

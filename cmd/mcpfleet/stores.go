@@ -32,6 +32,8 @@ const (
 	taskPrefix   = "mcpfleet:task:"
 	cachePrefix  = "mcpfleet:cache:"
 	streamPrefix = "mcpfleet:stream:"
+	// capacityPrefix keys each replica's places (max_inflight) by its name.
+	capacityPrefix = "mcpfleet:capacity:"
 )
 
 // stores are the shared-state pieces a configuration asks for, built once:
@@ -39,6 +41,7 @@ const (
 type stores struct {
 	redis   redis.UniversalClient // nil when no store is redis
 	limiter *limit.Limiter        // nil when no limit is configured
+	places  *limit.Limiter        // replicas' max_inflight; nil when none has one
 	stop    context.CancelFunc    // ends the key refresh; nil when none runs
 	done    chan struct{}
 }
@@ -104,6 +107,21 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		}
 		s.limiter = limit.NewLimiter(ls, lo)
 		o.Limits = s.limiter
+	}
+	if len(o.MaxInflight) > 0 || o.DefaultMaxInflight > 0 {
+		// Replica capacity lives where limits do: one count for every
+		// gateway with the Redis store, this process's own with memory.
+		var ps limit.Store = limit.NewMemory(0)
+		if cfg.Limits.Store == "redis" {
+			c, err := client()
+			if err != nil {
+				return nil, err
+			}
+			ps = redisstore.New(c, capacityPrefix)
+		}
+		s.places = limit.NewLimiter(ps, &limit.Options{LeaseTTL: time.Duration(cfg.Limits.LeaseTTL),
+			FailClosed: cfg.Limits.OnStoreError == "closed", Log: log})
+		o.Capacity = s.places
 	}
 	if s.redis != nil && cfg.ReadyzChecksStore {
 		c := s.redis
@@ -176,6 +194,9 @@ func (s *stores) close() {
 	if s.limiter != nil {
 		s.limiter.Close()
 	}
+	if s.places != nil {
+		s.places.Close()
+	}
 	if s.redis != nil {
 		_ = s.redis.Close()
 	}
@@ -206,6 +227,9 @@ func storeInfos(cfg *config.Config, o *gateway.Options, c redis.UniversalClient)
 	}
 	if o.Cache != nil {
 		add("cache", cfg.Cache.Mode == "shared")
+	}
+	if o.Capacity != nil {
+		add("capacity", cfg.Limits.Store == "redis")
 	}
 	return out
 }

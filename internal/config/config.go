@@ -147,6 +147,18 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// Resume bounds what is kept of legacy streams for a resume (resume.go).
 	Resume Resume `yaml:"resume"`
+	// QueueTimeout is how long a request that finds every replica it may
+	// go to at its max_inflight waits for a place; 0 answers it at once
+	// (503 with Retry-After). capacity.go.
+	QueueTimeout Duration `yaml:"queue_timeout"`
+	// QueueSize bounds the requests waiting for a place, per gateway.
+	QueueSize int `yaml:"queue_size"`
+	// UpstreamPoolSize bounds the connections each gateway keeps open to
+	// each replica, idle ones included; 0 means no bound.
+	UpstreamPoolSize int `yaml:"upstream_pool_size"`
+	// Gateways is how many gateway processes run this configuration, for
+	// the pool arithmetic against max_connections; 0 means not said.
+	Gateways int `yaml:"gateways"`
 }
 
 // Discovery finds replicas as every A/AAAA record of a DNS name, such as a
@@ -158,6 +170,10 @@ type Discovery struct {
 	Path     string   `yaml:"path"`     // the replicas' MCP path
 	SSEPath  string   `yaml:"sse_path"` // the replicas' 2024-11-05 SSE path
 	Interval Duration `yaml:"interval"` // how often to re-resolve
+	// MaxInflight and MaxConnections apply to every discovered replica,
+	// as upstreams[].max_inflight and max_connections do to one.
+	MaxInflight    int `yaml:"max_inflight"`
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // HealthCheck configures active checks of each replica's health endpoint.
@@ -244,6 +260,12 @@ type Upstream struct {
 	// SSEURL is the replica's 2024-11-05 SSE endpoint; "" means URL's
 	// scheme and host with the path /sse.
 	SSEURL string `yaml:"sse_url"`
+	// MaxInflight is how many requests the replica runs at once, counted
+	// over every gateway that shares limits.store; 0 means no cap.
+	MaxInflight int `yaml:"max_inflight"`
+	// MaxConnections is how many connections the replica takes; with
+	// gateways, serve refuses a pool that could open more.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // Default returns the configuration with every default filled in and no
@@ -286,6 +308,7 @@ func Default() Config {
 		IdempotencyLease: Duration(15 * time.Minute),
 		IdempotencyTTL:   Duration(24 * time.Hour),
 		Resume:           defaultResume(),
+		QueueSize:        1024,
 	}
 }
 
@@ -409,6 +432,7 @@ func (c *Config) Validate() error {
 		bad("task_store", "must be memory or redis, got %q", c.TaskStore)
 	}
 	c.validateLimits(bad)
+	c.validateCapacity(bad)
 	c.validateResume(bad)
 	c.validateCache(bad)
 	c.validateAuth(bad)

@@ -246,3 +246,39 @@ func TestCheckSecretFile(t *testing.T) {
 		})
 	}
 }
+
+func TestCapacityKeys(t *testing.T) {
+	base := "upstreams:\n  - {name: a, url: 'http://127.0.0.1:1/mcp', max_inflight: 2, max_connections: 100}\n"
+	c, err := Parse([]byte(base + "queue_timeout: 2s\nqueue_size: 50\ngateways: 3\nupstream_pool_size: 32\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := c.Upstreams[0]; u.MaxInflight != 2 || u.MaxConnections != 100 || time.Duration(c.QueueTimeout) != 2*time.Second || c.QueueSize != 50 {
+		t.Errorf("parsed %+v, queue %v/%d", u, c.QueueTimeout, c.QueueSize)
+	}
+	if d := Default(); d.QueueTimeout != 0 || d.QueueSize != 1024 || d.UpstreamPoolSize != 0 || d.Gateways != 0 {
+		t.Errorf("defaults: queue_timeout %v, queue_size %d, upstream_pool_size %d, gateways %d", d.QueueTimeout, d.QueueSize, d.UpstreamPoolSize, d.Gateways)
+	}
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"pool unbounded", base + "gateways: 3\n", "upstreams[0].max_connections: 100 connections, but each of the 3 gateways may open any number (upstream_pool_size 0: no bound); set upstream_pool_size to 32 or less"},
+		{"pool too large", base + "gateways: 3\nupstream_pool_size: 33\n", "3 gateways × (upstream_pool_size 33 + 1 for health checks) = 102 could be open; set upstream_pool_size to 32 or less"},
+		{"pool too large without checks", base + "gateways: 4\nupstream_pool_size: 26\nhealth_check: {interval: 0s}\n", "4 gateways × (upstream_pool_size 26 + 0 for health checks) = 104 could be open; set upstream_pool_size to 25 or less"},
+		{"budget below the gateways", base + "gateways: 60\nupstream_pool_size: 1\n", "100 connections cannot serve 60 gateways: each needs at least 2"},
+		{"queue without a cap", "upstreams:\n  - url: 'http://127.0.0.1:1/mcp'\nqueue_timeout: 1s\n", "queue_timeout: has no effect without max_inflight"},
+		{"negative cap", "upstreams:\n  - {url: 'http://127.0.0.1:1/mcp', max_inflight: -1}\n", "upstreams[0].max_inflight: must not be negative"},
+		{"queue size zero", base + "queue_size: 0\n", "queue_size: must be between 1"},
+		{"discovered pool", "discovery: {dns_name: mcp.svc, port: 8080, max_connections: 10}\ngateways: 2\nupstream_pool_size: 5\n", "discovery.max_connections: 10 connections, but 2 gateways × (upstream_pool_size 5 + 1 for health checks) = 12"},
+	} {
+		_, err := Parse([]byte(tt.yaml))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want it to say %q", tt.name, err, tt.want)
+		}
+	}
+	// Without gateways (or max_connections) nothing is checked.
+	if _, err := Parse([]byte(base)); err != nil {
+		t.Errorf("no gateways given: %v", err)
+	}
+	if _, err := Parse([]byte(base + "gateways: 3\nupstream_pool_size: 32\n")); err != nil {
+		t.Errorf("3 × (32+1) = 99 of 100: %v", err)
+	}
+}

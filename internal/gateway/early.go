@@ -42,14 +42,13 @@ func (g *Gateway) mayOpenEarly(r *http.Request, q *request) bool {
 // timer, which on most requests never fires.
 func (g *Gateway) forwardAwait(ctx context.Context, w http.ResponseWriter, r *http.Request, q *request, t target, rec *record) (sent, *sse.Writer) {
 	if !g.mayOpenEarly(r, q) {
-		resp, rep, err := g.send(ctx, r, q, t, rec)
-		return sent{resp: resp, rep: rep, err: err}, nil
+		return g.send(ctx, r, q, t, rec), nil
 	}
 	o := &earlyOpener{g: g, w: w, r: r, rec: rec}
 	timer := time.AfterFunc(g.opts.KeepAlive, o.open)
-	resp, rep, err := g.send(ctx, r, q, t, rec)
+	res := g.send(ctx, r, q, t, rec)
 	timer.Stop()
-	return sent{resp: resp, rep: rep, err: err}, o.settle()
+	return res, o.settle()
 }
 
 // earlyOpener opens the client's SSE stream from a timer while the

@@ -198,12 +198,17 @@ type leanForwarder struct {
 
 var _ forwarder = (*leanForwarder)(nil)
 
-func newLeanForwarder(dialTimeout time.Duration) *leanForwarder {
+// newLeanForwarder returns the forwarder of plain and TLS replicas; a
+// positive maxConns bounds the connections open to each replica.
+func newLeanForwarder(dialTimeout time.Duration, maxConns int) *leanForwarder {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	return &leanForwarder{
+	f := &leanForwarder{
 		pool: h1.NewPool(d.DialContext, 1024, 90*time.Second),
 		tls:  newHTTPForwarder(dialTimeout),
 	}
+	f.pool.SetMaxConns(maxConns)
+	f.tls.t.MaxConnsPerHost = max(0, maxConns)
+	return f
 }
 
 var fieldBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}

@@ -39,6 +39,7 @@ type Gateway struct {
 	seq         atomic.Uint64 // round-robin counter
 	draining    atomic.Bool   // /readyz answers 503 once set
 	stores      *storeCheck   // what /readyz asks of the stores
+	cap         *capacity     // max_inflight; nil when no replica has one
 	started     time.Time     // for the fleet view's uptime
 
 	// recent keeps the events of the legacy POST streams being relayed,
@@ -98,11 +99,12 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		fleet:         fleet,
 		keys:          keys,
 		tasks:         o.Tasks,
-		fwd:           newLeanForwarder(o.DialTimeout),
+		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize),
 		log:           log,
 		base:          base,
 		cancel:        cancel,
 		stores:        &storeCheck{check: o.StoreCheck, now: time.Now},
+		cap:           newCapacity(&o),
 	}
 	g.metrics = newMetrics(g)
 	g.recent = streams.NewMemory(o.StreamLimits)
@@ -272,9 +274,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.endWithError(early, res.err, q, rec)
 			return
 		}
+		if res.retry > 0 {
+			setRetryAfter(w, res.retry)
+		}
 		rec.reject(w, res.err, q.id())
 		return
 	}
+	defer res.place.Done()
 	defer res.rep.Release()
 	defer res.resp.Body.Close()
 	if q.sessionID != "" && res.resp.StatusCode == http.StatusNotFound && early == nil {

@@ -29,6 +29,11 @@ type Metrics struct {
 	limitFailOpen  prometheus.Counter
 	limitStore     prometheus.Histogram
 
+	capacityFull     *prometheus.CounterVec
+	capacityRefused  *prometheus.CounterVec
+	capacityFailOpen prometheus.Counter
+	capacityWait     prometheus.Histogram
+
 	auth               *prometheus.CounterVec
 	cache              *prometheus.CounterVec
 	cacheErrors        prometheus.Counter
@@ -101,6 +106,33 @@ func newMetrics(g *Gateway) *Metrics {
 		Name: "mcpfleet_cache_invalidations_total",
 		Help: "Invalidations made on a replica's list_changed or resources/updated notification.",
 	})
+	m.capacityFull = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_capacity_full_total",
+		Help: "Times a request found a replica at its max_inflight and looked further, by replica.",
+	}, []string{"replica"})
+	m.capacityRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_capacity_refused_total",
+		Help: "Requests answered 503 because every replica they could go to was at its max_inflight, by reason: full (no queue), queue_full, timeout (queue_timeout passed), store (the store did not answer; on_store_error closed).",
+	}, []string{"reason"})
+	m.capacityFailOpen = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpfleet_capacity_fail_open_total",
+		Help: "Requests sent without a place because the capacity store did not answer (on_store_error: open).",
+	})
+	m.capacityWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mcpfleet_capacity_queue_seconds",
+		Help:    "Time requests waited in the queue for a replica's place (those that waited).",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	})
+	m.reg.MustRegister(m.capacityFull, m.capacityRefused, m.capacityFailOpen, m.capacityWait,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpfleet_capacity_queued",
+			Help: "Requests waiting for a replica's place now.",
+		}, func() float64 {
+			if g.cap == nil {
+				return 0
+			}
+			return float64(g.cap.queued())
+		}))
 	m.auth = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpfleet_auth_total",
 		Help: "Bearer tokens checked at the gateway (auth on), by outcome: ok, missing, invalid.",

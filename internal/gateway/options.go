@@ -88,6 +88,27 @@ type Options struct {
 	// Limits admits governed calls (rate, concurrency, tool caps); nil
 	// admits everything. The caller creates and closes it.
 	Limits *limit.Limiter
+	// Capacity holds each replica's requests in flight to its
+	// MaxInflight, counted over every gateway that shares its store (a
+	// limiter over a store of its own: the Redis store for a fleet, a
+	// memory store for one process); nil holds nothing. The caller creates
+	// and closes it.
+	Capacity *limit.Limiter
+	// MaxInflight caps the requests in flight at each named replica;
+	// DefaultMaxInflight applies to replicas it does not name (discovered
+	// ones). 0 means no cap.
+	MaxInflight        map[string]int
+	DefaultMaxInflight int
+	// QueueTimeout is how long a request that finds every replica it may
+	// go to at its cap waits for a place; 0 answers it at once (503 with
+	// Retry-After).
+	QueueTimeout time.Duration
+	// QueueSize bounds how many requests wait for a place at once; 0
+	// means 1,024. Past it a request is answered at once.
+	QueueSize int
+	// UpstreamPoolSize bounds the connections open to each replica, idle
+	// ones included; 0 means no bound. Past it a request waits for one.
+	UpstreamPoolSize int
 	// Cache keeps answers that may be given again (SEP-2549 hints and
 	// CacheRules.Tools); nil means no cache.
 	Cache cache.Store
@@ -133,6 +154,10 @@ type Options struct {
 	SSEMessagesPath string
 	NoSSE           bool
 }
+
+// DefaultQueueSize bounds the requests that wait for a replica's place
+// unless Options.QueueSize says otherwise.
+const DefaultQueueSize = 1024
 
 func (o *Options) withDefaults() Options {
 	var v Options
@@ -186,6 +211,9 @@ func (o *Options) withDefaults() Options {
 		v.HashMinLoad = balance.DefaultMinLoad
 	case v.HashMinLoad < 0:
 		v.HashMinLoad = 0
+	}
+	if v.QueueSize == 0 {
+		v.QueueSize = DefaultQueueSize
 	}
 	if v.MaxEventBytes == 0 {
 		v.MaxEventBytes = 16 << 20

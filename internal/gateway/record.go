@@ -25,6 +25,7 @@ type record struct {
 	claim          *claim     // the request's idempotency claim, if it holds one
 	limit          string     // the admission step's verdict; "" when not governed
 	cache          string     // hit, miss or bypass; "" when not cacheable
+	capacity       string     // max_inflight: queued, full, queue_full, timeout, store, fail_open; "" when a place was free or none applied
 	cachePlan      *cachePlan // a missed lookup whose answer may be kept
 	tap            *stream    // a legacy stream's sealed IDs and buffer; nil for others
 	clientGone     bool
@@ -90,6 +91,7 @@ func (g *Gateway) finish(rec *record) {
 		slog.Int("attempts", rec.attempts),
 		slog.String("limit", rec.limit),
 		slog.String("cache", rec.cache),
+		slog.String("capacity", rec.capacity),
 		slog.Bool("early_stream", rec.early),
 		slog.Int("upstream_status", rec.upstreamStatus),
 		slog.Int("events", rec.events),

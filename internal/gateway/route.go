@@ -69,19 +69,22 @@ func openReason(err error) string {
 	return "malformed"
 }
 
-// sent is the outcome of forwarding: an answer from an acquired replica, or
-// the gateway's error.
+// sent is the outcome of forwarding: an answer from an acquired replica
+// and the place it holds there (max_inflight), or the gateway's error, with
+// when to come back if it is a capacity refusal.
 type sent struct {
-	resp *http.Response
-	rep  *upstream.Replica
-	err  *mcpmsg.Error
+	resp  *http.Response
+	rep   *upstream.Replica
+	place *place
+	err   *mcpmsg.Error
+	retry time.Duration
 }
 
 // send forwards the request to its target. It moves on to another replica
 // only as balance.MayRetry allows: when the request provably never ran
 // there, or when running it twice is safe. On success the replica is
-// returned acquired: the caller releases it.
-func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t target, rec *record) (*http.Response, *upstream.Replica, *mcpmsg.Error) {
+// returned acquired, with its place: the caller releases both.
+func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t target, rec *record) sent {
 	var tried []int
 	var in balance.Input
 	if t.pinned == nil {
@@ -89,29 +92,42 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 	}
 	for retries := 0; ; retries++ {
 		rep, idx := t.pinned, -1
+		var p *place
 		if rep == nil {
-			if idx = g.pick(t.snap, in, tried); idx < 0 {
-				return nil, nil, verdictError(balance.Exhausted(retries))
+			var retry time.Duration
+			var perr *mcpmsg.Error
+			if idx, p, retry, perr = g.pickPlace(ctx, r, q, t.snap, in, tried, rec); perr != nil {
+				return sent{err: perr, retry: retry}
+			}
+			if idx < 0 {
+				return sent{err: verdictError(balance.Exhausted(retries))}
 			}
 			rep = t.snap.At(idx)
+		} else if g.capped(r, q) {
+			var retry time.Duration
+			var perr *mcpmsg.Error
+			if p, retry, perr = g.placeAt(ctx, rep, rec); perr != nil {
+				return sent{err: perr, retry: retry}
+			}
 		}
 		rec.replica, rec.attempts = rep.Name(), rec.attempts+1
 		resp, outcome, err := g.attemptResume(ctx, r, q, rep)
 		if err == nil {
 			rec.rep = rep
-			return resp, rep, nil
+			return sent{resp: resp, rep: rep, place: p}
 		}
+		p.Done()
 		g.log.Warn("forwarding failed", "replica", rep.Name(), "outcome", outcomeName(outcome), "error", err)
 		if ctx.Err() != nil {
 			rec.clientGone = true
-			return nil, nil, errUnreachable
+			return sent{err: errUnreachable}
 		}
 		if t.pinned != nil {
-			return nil, nil, g.pinnedFailure(t, outcome)
+			return sent{err: g.pinnedFailure(t, outcome)}
 		}
 		a := balance.Attempt{Outcome: outcome, Safe: g.annotations.safeToRepeat(q), Retries: retries, MaxRetries: g.opts.Retries}
 		if v := balance.Step(a); v != balance.MoveOn {
-			return nil, nil, verdictError(v)
+			return sent{err: verdictError(v)}
 		}
 		g.metrics.retries.WithLabelValues(outcomeName(outcome)).Inc()
 		rep.Retried()

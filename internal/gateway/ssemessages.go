@@ -56,11 +56,12 @@ func (g *Gateway) serveSSEMessage(w http.ResponseWriter, r *http.Request, q *req
 	// client that leaves cuts nothing but a wait, which a replica that never
 	// answers a lost session (the TypeScript everything server) would make
 	// endless.
-	resp, rep, err := g.send(r.Context(), r, q, target{pinned: rep}, rec)
-	if err != nil {
-		rec.reject(w, err, q.id())
+	res := g.send(r.Context(), r, q, target{pinned: rep}, rec)
+	if res.err != nil {
+		rec.reject(w, res.err, q.id())
 		return
 	}
+	resp := res.resp
 	defer rep.Release()
 	if resp.StatusCode == http.StatusNotFound {
 		resp.Body.Close()

@@ -74,11 +74,12 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) bool {
 func (g *Gateway) serveSSEStream(w http.ResponseWriter, r *http.Request, q *request, rec *record) {
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
-	resp, rep, err := g.send(ctx, r, q, target{snap: g.fleet.Snapshot()}, rec)
-	if err != nil {
-		rec.reject(w, err, nil)
+	res := g.send(ctx, r, q, target{snap: g.fleet.Snapshot()}, rec)
+	if res.err != nil {
+		rec.reject(w, res.err, nil)
 		return
 	}
+	resp, rep := res.resp, res.rep
 	defer rep.Release()
 	resp.Header.Del(mcpmsg.HeaderSessionID) // no replica's own ID reaches the client
 	if isEventStream(resp.Header.Get("Content-Type")) {

@@ -45,24 +45,63 @@ func AppendField(b []byte, name, value string) []byte {
 type Pool struct {
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
 	maxIdle     int
+	maxConns    int
 	idleTimeout time.Duration
 
 	mu     sync.Mutex
 	idle   map[string][]*conn
 	closed bool
+	// With maxConns: the connections open per address, and a channel
+	// closed when one of them frees (closed or pooled) while requests wait.
+	open  map[string]int
+	freed map[string]chan struct{}
 }
 
 // NewPool returns a pool that dials with dial, keeps at most maxIdle idle
 // connections per address, and closes those idle longer than idleTimeout.
 func NewPool(dial func(ctx context.Context, network, addr string) (net.Conn, error), maxIdle int, idleTimeout time.Duration) *Pool {
-	return &Pool{dial: dial, maxIdle: maxIdle, idleTimeout: idleTimeout, idle: make(map[string][]*conn)}
+	return &Pool{dial: dial, maxIdle: maxIdle, idleTimeout: idleTimeout, idle: make(map[string][]*conn),
+		open: make(map[string]int), freed: make(map[string]chan struct{})}
 }
+
+// SetMaxConns bounds the connections open to each address, idle ones
+// included; 0 (the default) means no bound. Past it a request waits for a
+// connection to come back or close, or for its context to end. Call it
+// before the first Do.
+func (p *Pool) SetMaxConns(n int) { p.maxConns = max(0, n) }
 
 type conn struct {
 	nc        net.Conn
 	br        *bufio.Reader
 	addr      string
 	idleSince time.Time
+	p         *Pool
+	closed    atomic.Bool
+}
+
+// close closes the connection once, and frees its place under maxConns.
+func (c *conn) close() {
+	if c.closed.Swap(true) {
+		return
+	}
+	c.nc.Close()
+	if p := c.p; p.maxConns > 0 {
+		p.mu.Lock()
+		p.open[c.addr]--
+		if p.open[c.addr] <= 0 {
+			delete(p.open, c.addr)
+		}
+		p.signalLocked(c.addr)
+		p.mu.Unlock()
+	}
+}
+
+// signalLocked wakes the requests waiting for a connection to addr.
+func (p *Pool) signalLocked(addr string) {
+	if ch, ok := p.freed[addr]; ok {
+		close(ch)
+		delete(p.freed, addr)
+	}
 }
 
 // clientBufSize is the read buffer of an upstream connection: large enough
@@ -101,11 +140,11 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 	var cancelled atomic.Bool
 	stop := context.AfterFunc(ctx, func() {
 		cancelled.Store(true)
-		c.nc.Close()
+		c.close()
 	})
 	fail := func(err error) error {
 		stop()
-		c.nc.Close()
+		c.close()
 		if cancelled.Load() {
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
@@ -190,30 +229,59 @@ func appendHead(b []byte, req *Request) []byte {
 	return append(b, '\r', '\n')
 }
 
-// get returns an idle connection to addr that still looks alive, or a new one.
+// get returns an idle connection to addr that still looks alive, or a new
+// one; under maxConns, it waits for one while addr has as many open.
 func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 	now := time.Now()
 	for {
 		p.mu.Lock()
 		list := p.idle[addr]
-		if len(list) == 0 {
+		if len(list) > 0 {
+			c := list[len(list)-1]
+			list[len(list)-1] = nil
+			p.idle[addr] = list[:len(list)-1]
+			p.mu.Unlock()
+			if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
+				return c, nil
+			}
+			c.close()
+			continue
+		}
+		if p.maxConns == 0 {
 			p.mu.Unlock()
 			break
 		}
-		c := list[len(list)-1]
-		list[len(list)-1] = nil
-		p.idle[addr] = list[:len(list)-1]
-		p.mu.Unlock()
-		if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
-			return c, nil
+		if p.open[addr] < p.maxConns {
+			p.open[addr]++
+			p.mu.Unlock()
+			break
 		}
-		c.nc.Close()
+		ch, ok := p.freed[addr]
+		if !ok {
+			ch = make(chan struct{})
+			p.freed[addr] = ch
+		}
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+	c := &conn{addr: addr, p: p}
 	nc, err := p.dial(ctx, "tcp", addr)
 	if err != nil {
+		c.closed.Store(true)
+		if p.maxConns > 0 {
+			p.mu.Lock()
+			p.open[addr]--
+			p.signalLocked(addr)
+			p.mu.Unlock()
+		}
 		return nil, err
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, clientBufSize), addr: addr}, nil
+	c.nc, c.br = nc, bufio.NewReaderSize(nc, clientBufSize)
+	return c, nil
 }
 
 // put gives a connection whose last response was read to its end back to
@@ -224,7 +292,7 @@ func (p *Pool) put(c *conn) {
 	list := p.idle[c.addr]
 	if p.closed || len(list) >= p.maxIdle {
 		p.mu.Unlock()
-		c.nc.Close()
+		c.close()
 		return
 	}
 	// The oldest connection sits at the bottom; close it once it has been
@@ -235,9 +303,12 @@ func (p *Pool) put(c *conn) {
 		list = append(list[:0], list[1:]...)
 	}
 	p.idle[c.addr] = append(list, c)
+	if p.maxConns > 0 {
+		p.signalLocked(c.addr)
+	}
 	p.mu.Unlock()
 	if stale != nil {
-		stale.nc.Close()
+		stale.close()
 	}
 }
 
@@ -251,7 +322,7 @@ func (p *Pool) CloseIdle(final bool) {
 	p.mu.Unlock()
 	for _, list := range idle {
 		for _, c := range list {
-			c.nc.Close()
+			c.close()
 		}
 	}
 }
@@ -329,7 +400,7 @@ func (b *Body) release(atEOF bool) {
 		return
 	}
 	b.stop()
-	b.c.nc.Close()
+	b.c.close()
 }
 
 // readLength reads from br a body of which *left bytes remain, and says

@@ -1253,3 +1253,59 @@ func BenchmarkDo(b *testing.B) {
 		resp.Body.Close()
 	}
 }
+
+// With SetMaxConns, a pool never has more connections open to an address
+// than the bound: a request past it waits for one to come back (and then
+// reuses it), or for its context to end; a connection that closes frees
+// its place.
+func TestMaxConnsBoundsOpenConnections(t *testing.T) {
+	release := make(chan struct{})
+	s := newServer(t, keepAlive(func(n int, req *http.Request) string {
+		if req.URL.Path == "/slow" {
+			<-release
+		}
+		return okResponse
+	}))
+	p, dials := testPool(t, 4)
+	p.SetMaxConns(2)
+	slow := &Request{Method: "GET", Target: "/slow", Host: "replica.test"}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { do(t, p, s.addr, slow) })
+	}
+	for s.accepted.Load() < 2 {
+		runtime.Gosched()
+	}
+	// A third request waits: its context ends first.
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	_, delivered, err := p.Do(ctx, s.addr, getReq())
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || delivered {
+		t.Fatalf("a third request at the bound: %v (delivered %v), want it to wait until its deadline", err, delivered)
+	}
+	// Once a slow one is answered, the waiting request takes its connection.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		do(t, p, s.addr, getReq())
+	}()
+	release <- struct{}{}
+	<-done
+	release <- struct{}{}
+	wg.Wait()
+	if n := dials.Load(); n != 2 {
+		t.Errorf("pool dialled %d times, want 2 (the bound)", n)
+	}
+	// A connection that closes instead frees its place for a new dial.
+	p.CloseIdle(false)
+	do(t, p, s.addr, getReq())
+	if n := dials.Load(); n != 3 {
+		t.Errorf("after the idle ones closed: %d dials, want 3", n)
+	}
+	p.mu.Lock()
+	open := p.open[s.addr]
+	p.mu.Unlock()
+	if open != 1 {
+		t.Errorf("%d connections counted open, want 1", open)
+	}
+}

@@ -142,6 +142,21 @@ func (l *Limiter) Admit(ctx context.Context, caller, method, tool string) *Admis
 	if c.ToolCap == 0 {
 		tool = ""
 	}
+	return l.admit(ctx, caller, tool, c)
+}
+
+// Reserve takes one of limit places under key for as long as the returned
+// admission is not Done: the tool cap's machinery without a caller, and
+// with Options' lease TTL, renewals and store-error policy. The gateway
+// holds a replica's calls in flight with it (max_inflight), under the
+// replica's name, in a store of its own. A refusal's RetryAfter is
+// BusyRetry, or sooner when the earliest place in the way lapses.
+func (l *Limiter) Reserve(ctx context.Context, key string, limit int) *Admission {
+	return l.admit(ctx, "", key, Check{ToolCap: limit, LeaseTTL: l.opts.LeaseTTL})
+}
+
+// admit decides c through the store and keeps what it takes renewed.
+func (l *Limiter) admit(ctx context.Context, caller, tool string, c Check) *Admission {
 	start := time.Now()
 	d, lease, err := l.store.Acquire(ctx, caller, tool, c)
 	a := &Admission{Decision: d, StoreTime: time.Since(start), l: l, lease: lease}

@@ -31,6 +31,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"the bucket refills at the rate", testRefill},
 		{"concurrency holds until release", testConcurrency},
 		{"a tool cap holds across callers", testToolCap},
+		{"a place without a caller holds, renews and frees", testPlace},
 		{"a refusal consumes nothing", testAllOrNothing},
 		{"an unrenewed lease lapses", testLeaseLapse},
 		{"a renewed lease holds", testRenewHolds},
@@ -140,6 +141,31 @@ func testToolCap(t *testing.T, h Harness) {
 	}
 	d, _ = acquire(t, h.Store, "d", "other", c)
 	wantAllowed(t, d, true)
+}
+
+// testPlace is a replica's capacity as the gateway holds it
+// (Limiter.Reserve): a cap and nothing else, under no caller.
+func testPlace(t *testing.T, h Harness) {
+	ctx := context.Background()
+	c := limit.Check{ToolCap: 2, LeaseTTL: time.Minute}
+	_, first := acquire(t, h.Store, "", "replica-a", c)
+	_, second := acquire(t, h.Store, "", "replica-a", c)
+	d, _ := acquire(t, h.Store, "", "replica-a", c)
+	if d.Allowed || d.Reason != limit.ReasonTool || d.Limit != 2 || d.RetryAfter <= 0 || d.RetryAfter > limit.BusyRetry {
+		t.Fatalf("third place: %+v, want refused by the cap of 2 with a retry in (0, %v]", d, limit.BusyRetry)
+	}
+	d, _ = acquire(t, h.Store, "", "replica-b", c)
+	wantAllowed(t, d, true)
+	if err := h.Store.Renew(ctx, []limit.Lease{first, second}, c); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	if err := h.Store.Release(ctx, first); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	d, _ = acquire(t, h.Store, "", "replica-a", c)
+	wantAllowed(t, d, true)
+	d, _ = acquire(t, h.Store, "", "replica-a", c)
+	wantAllowed(t, d, false)
 }
 
 func testAllOrNothing(t *testing.T, h Harness) {

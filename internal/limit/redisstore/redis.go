@@ -160,6 +160,11 @@ func (s *Redis) Acquire(ctx context.Context, caller, tool string, c limit.Check)
 		}
 		toolWait = w
 	}
+	if c.Rate <= 0 && c.Concurrency <= 0 {
+		// A tool cap alone (or a replica's capacity): the tool's slot
+		// decided it, and the caller has no state to touch.
+		return capOnly(c, tool, member, toolWait)
+	}
 	burst := c.Burst
 	if c.Rate <= 0 {
 		burst = 0
@@ -193,12 +198,27 @@ func (s *Redis) Acquire(ctx context.Context, caller, tool string, c limit.Check)
 	}
 	var l limit.Lease
 	if d.Allowed && member != "" {
-		l = limit.Lease{Caller: caller, ID: member}
+		l = limit.Lease{ID: member}
+		if c.Concurrency > 0 {
+			l.Caller = caller
+		}
 		if c.ToolCap > 0 {
 			l.Tool = tool
 		}
 	}
 	return d, l, nil
+}
+
+// capOnly is the decision of a check that is a cap and nothing else: the
+// place toolScript reserved (toolWait 0), or how long until one may free.
+func capOnly(c limit.Check, key, member string, toolWait int64) (limit.Decision, limit.Lease, error) {
+	if c.ToolCap == 0 {
+		return limit.Decision{Allowed: true}, limit.Lease{}, nil
+	}
+	if toolWait > 0 {
+		return limit.Decision{Reason: limit.ReasonTool, RetryAfter: time.Duration(toolWait) * time.Millisecond, Limit: c.ToolCap}, limit.Lease{}, nil
+	}
+	return limit.Decision{Allowed: true}, limit.Lease{Tool: key, ID: member}, nil
 }
 
 // Renew implements Store: one script per lease, sent in one pipeline.
@@ -251,11 +271,17 @@ func (s *Redis) Release(ctx context.Context, l limit.Lease) error {
 	return nil
 }
 
+// keysOf returns the lease sets a lease is in: its caller's, when it was
+// taken under a concurrency limit, and its tool's, under a cap.
 func (s *Redis) keysOf(l limit.Lease) []string {
-	if l.Tool == "" {
-		return []string{s.leaseKey(l.Caller)}
+	keys := make([]string, 0, 2)
+	if l.Caller != "" {
+		keys = append(keys, s.leaseKey(l.Caller))
 	}
-	return []string{s.leaseKey(l.Caller), s.toolKey(l.Tool)}
+	if l.Tool != "" {
+		keys = append(keys, s.toolKey(l.Tool))
+	}
+	return keys
 }
 
 func (s *Redis) bucketKey(caller string) string { return s.prefix + "{c:" + caller + "}:b" }
