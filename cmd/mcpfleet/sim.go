@@ -190,6 +190,8 @@ func defineScenarioFlags(fs *flag.FlagSet, s *sim.Scenario) {
 	fs.Float64Var(&s.LimitRate, "limit-rate", s.LimitRate, "calls per second per caller (0: no rate limit)")
 	fs.IntVar(&s.LimitBurst, "limit-burst", s.LimitBurst, "bucket size per caller (0: the rate rounded up)")
 	fs.IntVar(&s.LimitConcurrency, "limit-concurrency", s.LimitConcurrency, "calls in flight per caller (0: no limit)")
+	fs.IntVar(&s.MaxInflight, "max-inflight", s.MaxInflight, "each replica's calls in flight under mcpfleet routing, held per gateway (limit-store local) or fleet-wide (shared); 0: no cap")
+	fs.Var((*secondsFlag)(&s.QueueTimeout), "queue-timeout", "how long a call that finds every replica at its max-inflight waits for a place before the 503, seconds (0: no queue)")
 }
 
 // layeredScenario is the setup flags are parsed over: the defaults, then

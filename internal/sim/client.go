@@ -1,6 +1,10 @@
 package sim
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/limit"
+)
 
 // unroutableDelay is how long a client waits before sending again a call
 // that the balancer had no replica for (503).
@@ -22,7 +26,20 @@ func (e *engine) send(c int32) {
 	if !ok {
 		return // 429: re-sent after the retry hint
 	}
-	r, pinnedLost := e.route(cl, g, false)
+	e.forward(c, g, id)
+}
+
+// forward is gateway g's route and send of admitted call c, which holds
+// admission lease id: to a replica with a place, or to the queue when every
+// replica it may go to is at its max_inflight.
+func (e *engine) forward(c int32, g int, id limit.LeaseID) {
+	cl := e.traffic[c].Client
+	r, place, pinnedLost, full := e.route(cl, g, false)
+	if full {
+		e.waitPlace(c, g, id)
+		return
+	}
+	e.calls[c].waiting = false
 	switch {
 	case pinnedLost:
 		e.releaseLease(c, g, id)
@@ -31,10 +48,11 @@ func (e *engine) send(c int32) {
 		e.releaseLease(c, g, id)
 		e.unroutable(c)
 	case e.s.Protocol == Local2025 && !e.sessionOn(cl, r):
+		e.releasePlace(g, r, place)
 		e.releaseLease(c, g, id)
 		e.notFound(c)
 	default:
-		e.accept(c, r, g, id)
+		e.accept(c, r, g, id, place)
 	}
 }
 
@@ -142,7 +160,7 @@ func (e *engine) reconnect(x int32) {
 		return
 	}
 	cl := e.traffic[c].Client
-	r, pinnedLost := e.route(cl, e.pickGateway(), true)
+	r, _, pinnedLost, _ := e.route(cl, e.pickGateway(), true)
 	switch {
 	case pinnedLost:
 		e.notFound(c)

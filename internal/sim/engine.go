@@ -31,6 +31,7 @@ type execution struct {
 	livePos  int32
 	idleVer  uint32
 	lease    limit.LeaseID // the call's admission lease, 0 none
+	place    limit.LeaseID // its place at the replica (max_inflight), 0 none
 	gateway  uint8         // the gateway that sent it
 	state    execState
 	attached bool // the client is reading its stream
@@ -47,6 +48,12 @@ type callState struct {
 	muts     int32
 	mut1     time.Duration // the earliest mutation
 	mut2     time.Duration // the second earliest: when the duplicate happened
+	// While the call waits at a gateway for a replica's place: since when,
+	// at which gateway, holding which admission lease.
+	waiting   bool
+	waitGw    uint8
+	waitSince time.Duration
+	waitLease limit.LeaseID
 }
 
 // client is one client's session (2025-11-25 modes).
@@ -67,6 +74,7 @@ type engine struct {
 	view    view      // the fleet with draining and rebooting replicas out of rotation
 	gws     []gateway // the gateways in front of the fleet
 	lim     limits
+	places  places // max_inflight
 	clients []client
 	calls   []callState
 	execs   []execution
@@ -149,6 +157,7 @@ func newEngine(s *Scenario, traffic []Call) *engine {
 	e.view.reps = e.reps
 	e.gws = newGateways(s.Gateways, e.reps)
 	e.lim = newLimits(s)
+	e.places = newPlaces(s)
 	e.tl.init(s.Replicas, int(s.TrafficSeconds)+64)
 	for i := range e.calls {
 		e.calls[i].exec = -1
@@ -187,18 +196,20 @@ func (e *engine) dispatch(ev event) {
 		}
 	case evCheck:
 		e.check()
+	case evPlace:
+		e.placeRetry(ev.ref)
 	}
 }
 
 // accept hands call c's request, sent through gateway g and holding
-// admission lease id, to replica r: it runs at once if a slot is free, else
+// admission lease id and its place at r (max_inflight), to replica r: it runs at once if a slot is free, else
 // waits in the replica's queue. The client reads its stream.
-func (e *engine) accept(c int32, r, g int, id limit.LeaseID) {
+func (e *engine) accept(c int32, r, g int, id, place limit.LeaseID) {
 	x := int32(len(e.execs))
 	e.execs = append(e.execs, execution{
 		call: c, replica: int32(r), session: e.clients[e.traffic[c].Client].session,
 		gen: e.reps[r].gen, state: queued, attached: true, lastByte: e.now,
-		lease: id, gateway: uint8(g),
+		lease: id, place: place, gateway: uint8(g),
 	})
 	e.res.Executions++
 	e.open++
@@ -229,6 +240,7 @@ func (e *engine) release(x int32, to execState) {
 	ex.state = to
 	e.dropLive(x)
 	e.releaseLease(ex.call, int(ex.gateway), ex.lease)
+	e.releasePlace(int(ex.gateway), int(ex.replica), ex.place)
 	e.open--
 	r := int(ex.replica)
 	if was == queued {

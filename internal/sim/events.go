@@ -14,6 +14,7 @@ const (
 	evKill                  // replica ref's drain window ends: kill and reboot
 	evUp                    // replica ref is back
 	evCheck                 // a round of the gateways' active health checks
+	evPlace                 // call ref, waiting at its gateway, asks for a replica's place again
 )
 
 // event is one scheduled happening. Events at the same time run in the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/health"
+	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/ring"
 )
 
@@ -128,6 +129,16 @@ func (e *engine) pickRandom() int {
 // out. It returns -1 when the loop ends without a replica (503 or 502:
 // the client re-issues either after unroutableDelay).
 func (e *engine) pickFleet(c, g int, newWork bool) int {
+	i, _, _ := e.pickPlace(c, g, newWork, false)
+	return i
+}
+
+// pickPlace is pickFleet for a call that holds a place at its replica
+// (capped, with max_inflight): like the gateway's pickPlace, a pick whose
+// replica is full moves on to the next the policy gives, without counting
+// as a retry, and full reports that every replica left was full (the call
+// then waits in the queue) rather than that none could be reached.
+func (e *engine) pickPlace(c, g int, newWork, capped bool) (r int, place limit.LeaseID, full bool) {
 	gw := &e.gws[g]
 	in := balance.Input{
 		Seq: gw.seq, Rnd: e.rng.Uint64(), Key: clientKey(c), Ring: e.ring,
@@ -136,25 +147,37 @@ func (e *engine) pickFleet(c, g int, newWork bool) int {
 	gw.seq++
 	var tried [MaxReplicas]int
 	skip := tried[:0]
-	for retries := 0; ; retries++ {
+	nfull := 0
+	for retries := 0; ; {
 		i := balance.Pick(balance.Hash, &gw.view, in, skip)
 		if i < 0 && len(skip) == 0 {
 			i = balance.Pick(balance.Hash, &view{reps: e.reps, inFlight: gw.inFlight, all: true}, in, nil)
 		}
 		if i < 0 {
-			return -1 // balance.Exhausted(retries)
+			return -1, 0, nfull > 0 // balance.Exhausted(retries), or every place taken
+		}
+		var id limit.LeaseID
+		if capped {
+			var ok bool
+			if id, ok = e.reserve(g, i); !ok {
+				nfull++
+				skip = append(skip, i)
+				continue
+			}
 		}
 		outcome, ok := e.attempt(g, i, newWork)
 		if ok {
-			return i
+			return i, id, false
 		}
+		e.releasePlace(g, i, id)
 		e.res.Undelivered++
 		a := balance.Attempt{Outcome: outcome, Retries: retries, MaxRetries: balance.DefaultRetries}
 		if balance.Step(a) != balance.MoveOn {
-			return -1
+			return -1, 0, false
 		}
 		skip = append(skip, i)
 		in.Seq++
+		retries++
 	}
 }
 
@@ -167,17 +190,34 @@ func (e *engine) pickFleet(c, g int, newWork bool) int {
 // 404 (pinnedLost) and the client re-initializes elsewhere. A resume (GET
 // of a running call's stream) is not new work: a draining replica serves
 // it. Everything else goes to pick.
-func (e *engine) route(c, g int, resume bool) (r int, pinnedLost bool) {
+//
+// A call (not a resume) holds a place at its replica under max_inflight:
+// place is that lease, and full reports every replica it may go to (its
+// session's, when pinned) at its cap.
+func (e *engine) route(c, g int, resume bool) (r int, place limit.LeaseID, pinnedLost, full bool) {
 	cl := &e.clients[c]
+	capped := !resume && e.places.on
 	if e.s.Protocol != Local2025 || e.s.Routing != Fleet || !cl.hasSession {
-		return e.pick(c, g, !resume), false
+		if e.s.Routing == Fleet {
+			r, place, full = e.pickPlace(c, g, !resume, capped)
+			return r, place, false, full
+		}
+		return e.pick(c, g, !resume), 0, false, false
 	}
-	outcome, ok := e.attempt(g, int(cl.replica), !resume)
+	r = int(cl.replica)
+	if capped {
+		var ok bool
+		if place, ok = e.reserve(g, r); !ok {
+			return -1, 0, false, true
+		}
+	}
+	outcome, ok := e.attempt(g, r, !resume)
 	if ok {
-		return int(cl.replica), false
+		return r, place, false, false
 	}
+	e.releasePlace(g, r, place)
 	e.res.Undelivered++
-	return -1, balance.PinnedVerdict(outcome, false) == balance.SessionLost
+	return -1, 0, balance.PinnedVerdict(outcome, false) == balance.SessionLost, false
 }
 
 // setBusy changes replica r's busy slots at now, accounting slot-time

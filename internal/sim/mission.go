@@ -92,9 +92,9 @@ func MissionByNumber(n int) (Mission, error) {
 // storm is the share of calls that saw a 404 above which the 404s are a storm.
 const storm = 0.005
 
-// Missions returns the seven missions, calibrated (docs/SIM.md).
+// Missions returns the eight missions, calibrated (docs/SIM.md).
 func Missions() []Mission {
-	return []Mission{silentStreams(), notFoundStorm(), rollingDeploy(), doubleCharge(), hotClient(), everything(), runawayAgent()}
+	return []Mission{silentStreams(), notFoundStorm(), rollingDeploy(), doubleCharge(), hotClient(), everything(), runawayAgent(), overloadedReplica()}
 }
 
 func silentStreams() Mission {
@@ -226,6 +226,44 @@ func runawayAgent() Mission {
 				r.RunawayAdmittedRate <= runawayOverrun*runawayLimit && r.RefusedOthers == 0
 		},
 		efficient: func(s *Scenario) bool { return s.LimitStore == SharedLimits && s.Gateways <= runawayGateways },
+	}
+}
+
+// The overloaded replica's mission: three gateways in front of three
+// replicas of four slots.
+const (
+	overloadGateways = 3
+	overloadP95      = 8.0 // seconds
+)
+
+// overloadedReplica: three gateways route a hot client's calls with
+// bounded-load hashing, and each gateway sees only its own share of a
+// replica's load (and keeps its own hash_min_load floor), so together they
+// pile calls on one replica far past its slots. A max_inflight held by
+// each gateway alone lets three times the cap through; held fleet-wide
+// (the shared store), no replica is sent more than it runs, and a queue at
+// the gateways keeps every call answered.
+func overloadedReplica() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas, b.Slots = 8008, Rev2026, Fleet, 3, 4
+	b.HotClient, b.Gateways = true, overloadGateways
+	ref := b
+	ref.MaxInflight, ref.LimitStore, ref.QueueTimeout = 4, SharedLimits, 30
+	return Mission{
+		Number: 8, Name: "The overloaded replica",
+		Goal: fmt.Sprintf("with at least %d gateways: no call waits in a replica's queue (no replica is sent more calls than its slots), no failed call, p95 under %g s",
+			overloadGateways, overloadP95),
+		Efficient: "at most 3 replicas",
+		Broken:    b, Reference: ref,
+		goal: func(r *Result) bool {
+			for _, rep := range r.Replicas {
+				if rep.LongestQueue > 0 {
+					return false
+				}
+			}
+			return r.Scenario.Gateways >= overloadGateways && r.Failed == 0 && r.P95 < overloadP95
+		},
+		efficient: func(s *Scenario) bool { return s.Replicas <= 3 },
 	}
 }
 

@@ -36,13 +36,13 @@ func TestMissionsAreCalibrated(t *testing.T) {
 }
 
 func TestMissionByNumber(t *testing.T) {
-	for n := 1; n <= 7; n++ {
+	for n := 1; n <= 8; n++ {
 		m, err := MissionByNumber(n)
 		if err != nil || m.Number != n {
 			t.Errorf("MissionByNumber(%d) = %d, %v", n, m.Number, err)
 		}
 	}
-	for _, n := range []int{0, 8} {
+	for _, n := range []int{0, 9} {
 		if _, err := MissionByNumber(n); err == nil {
 			t.Errorf("MissionByNumber(%d) did not fail", n)
 		}
@@ -98,5 +98,32 @@ func TestRunawayAgentMission(t *testing.T) {
 				t.Errorf("%d stars (%+v), want %d", st.Stars, st, tt.stars)
 			}
 		})
+	}
+}
+
+// Mission 8's cap must be held fleet-wide: the same max_inflight held by
+// each gateway on its own lets three times it through, and without a
+// queue the calls past the places fail.
+func TestOverloadNeedsAFleetWideCapAndAQueue(t *testing.T) {
+	m, _ := MissionByNumber(8)
+	local := m.Reference
+	local.LimitStore = LocalLimits
+	noQueue := m.Reference
+	noQueue.QueueTimeout = 0
+	for name, s := range map[string]Scenario{"a cap per gateway": local, "no queue": noQueue} {
+		st, err := m.Evaluate(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.OnSeed {
+			t.Errorf("%s meets the goal: %+v", name, st)
+		}
+	}
+	r := MustRun(m.Reference)
+	if r.CapacityWaits == 0 || r.CapacityRefused != 0 {
+		t.Errorf("reference: %d waits, %d refused; want calls that waited and none refused", r.CapacityWaits, r.CapacityRefused)
+	}
+	if r := MustRun(noQueue); r.CapacityRefused == 0 || r.CapacityWaits != 0 {
+		t.Errorf("no queue: %d refused, %d waits; want 503s and no waits", r.CapacityRefused, r.CapacityWaits)
 	}
 }

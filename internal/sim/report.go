@@ -105,6 +105,15 @@ var rows = []row{
 	{"503s (no replica)", itoa(func(r *Result) int { return r.Unroutable })},
 	{"429s (limits)", itoa(func(r *Result) int { return r.Refused })},
 	{"429s to other clients", itoa(func(r *Result) int { return r.RefusedOthers })},
+	{"waits for a place", itoa(func(r *Result) int { return r.CapacityWaits })},
+	{"503s (replicas full)", itoa(func(r *Result) int { return r.CapacityRefused })},
+	{"longest replica queue", itoa(func(r *Result) int {
+		n := 0
+		for _, rep := range r.Replicas {
+			n = max(n, rep.LongestQueue)
+		}
+		return n
+	})},
 	{"runaway agent admitted", itoa(func(r *Result) int { return r.RunawayAdmitted })},
 	{"runaway admitted per s", fixed(func(r *Result) float64 { return r.RunawayAdmittedRate }, 3)},
 	{"latency p50 (s)", fixed(func(r *Result) float64 { return r.P50 }, 3)},

@@ -51,6 +51,12 @@ type Result struct {
 	Refused int `json:"refused"`
 	// RefusedOthers counts the 429s of every client but the runaway agent.
 	RefusedOthers int `json:"refused_others"`
+	// CapacityWaits counts calls that found every replica they could go to
+	// at its max_inflight and waited at their gateway for a place.
+	CapacityWaits int `json:"capacity_waits"`
+	// CapacityRefused counts 503s for want of a place: no queue, or
+	// queue_timeout passed.
+	CapacityRefused int `json:"capacity_refused"`
 	// RunawayClient is the runaway agent's client, -1 without the injection.
 	RunawayClient int `json:"runaway_client"`
 	// RunawayAdmitted counts the runaway agent's calls that the limits let

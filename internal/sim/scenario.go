@@ -158,6 +158,14 @@ type Scenario struct {
 	LimitBurst int `json:"limit_burst"`
 	// LimitConcurrency is each caller's calls in flight; zero means no limit.
 	LimitConcurrency int `json:"limit_concurrency"`
+	// MaxInflight is each replica's max_inflight under mcpfleet routing:
+	// calls in flight at it, counted by every gateway sharing the limit
+	// store (SharedLimits) or by each gateway on its own (LocalLimits);
+	// zero means no cap.
+	MaxInflight int `json:"max_inflight"`
+	// QueueTimeout is how long a call that finds every replica at its cap
+	// waits at its gateway for a place before the 503; zero means none.
+	QueueTimeout float64 `json:"queue_timeout_s"`
 }
 
 // Default returns the model's defaults (docs/SIM.md): 24 clients, 3 calls
@@ -248,6 +256,7 @@ func (s *Scenario) validateRanges() error {
 		{"gateways", s.Gateways, 1, MaxGateways},
 		{"limit_burst", s.LimitBurst, 0, 1_000_000},
 		{"limit_concurrency", s.LimitConcurrency, 0, 1_000_000},
+		{"max_inflight", s.MaxInflight, 0, 100_000},
 	}
 	for _, f := range ints {
 		if f.v < f.lo || f.v > f.hi {
@@ -281,6 +290,7 @@ func (s *Scenario) validateRanges() error {
 		{"round_trip_s", s.RoundTrip, 0, 60},
 		{"mcpfleet_epsilon", s.HashEpsilon, 0, 100},
 		{"limit_rate", s.LimitRate, 0, 100_000},
+		{"queue_timeout_s", s.QueueTimeout, 0, 300},
 	}
 	for _, f := range floats {
 		if math.IsNaN(f.v) || f.v < f.lo || f.v > f.hi {

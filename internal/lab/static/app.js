@@ -22,15 +22,18 @@
     ["latency_p99_s", "Latency p99", "s"],
     ["refused", "429s (limits)", "int"],
     ["refused_others", "429s to other clients", "int"],
+    ["capacity_waits", "Waits for a replica's place", "int"],
+    ["capacity_refused", "503s (replicas full)", "int"],
     ["runaway_admitted_rate", "Runaway agent admitted", "rate"],
     ["utilization", "Utilization", "pct"],
     ["replica_seconds", "Replica-seconds (cost)", "int1"],
     ["replicas", "Per replica: utilization, longest queue", "replicas"],
   ];
   const FIELDS = ["protocol", "routing", "replicas", "idle_timeout_s", "keep_alive_s", "drain_s",
-    "gateways", "limit_store", "limit_rate", "limit_burst", "limit_concurrency", "runaway_rate"];
-  const NUMBERS = ["idle_timeout_s", "keep_alive_s", "drain_s", "limit_rate", "runaway_rate"];
-  const INTEGERS = ["limit_burst", "limit_concurrency"];
+    "gateways", "limit_store", "limit_rate", "limit_burst", "limit_concurrency", "runaway_rate",
+    "max_inflight", "queue_timeout_s"];
+  const NUMBERS = ["idle_timeout_s", "keep_alive_s", "drain_s", "limit_rate", "runaway_rate", "queue_timeout_s"];
+  const INTEGERS = ["limit_burst", "limit_concurrency", "max_inflight"];
   const SLIDERS = ["replicas", "gateways"];
   const TOGGLES = ["slow_tools", "deploy", "hot_client", "runaway"];
   const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2",
