@@ -181,6 +181,16 @@ func TestChartRenders(t *testing.T) {
 				t.Errorf("upstreams %v, discovery %q: want gateway.upstreams", c.Upstreams, c.Discovery.DNSName)
 			}
 		}},
+		{"replica capacity for discovered replicas", renderOptions{files: []string{"own-upstreams.yaml"}, set: map[string]any{
+			"replicaCount": 3,
+			"gateway": map[string]any{"discovery": map[string]any{"maxInflight": 8, "maxConnections": 100},
+				"config": map[string]any{"upstream_pool_size": 32, "queue_timeout": "2s"}},
+		}}, func(t *testing.T, r *release) {
+			c := gatewayOf(t, r).cfg
+			if c.Discovery.MaxInflight != 8 || c.Discovery.MaxConnections != 100 || c.Gateways != 3 || c.UpstreamPoolSize != 32 {
+				t.Errorf("discovery %+v, gateways %d, upstream_pool_size %d: want the values' capacity and 3 gateways", c.Discovery, c.Gateways, c.UpstreamPoolSize)
+			}
+		}},
 		{"a Redis Cluster of one's own", renderOptions{set: map[string]any{"redis": map[string]any{"enabled": false, "mode": "cluster",
 			"external": map[string]any{"url": "redis://redis-0.redis.shared:6379?addr=redis-1.redis.shared:6379&addr=redis-2.redis.shared:6379"}}}}, func(t *testing.T, r *release) {
 			c := gatewayOf(t, r).cfg
@@ -338,5 +348,26 @@ func TestHelmLint(t *testing.T) {
 	}
 	if l.HighestSeverity >= support.WarningSev {
 		t.Errorf("helm lint: highest severity %d", l.HighestSeverity)
+	}
+}
+
+// TestPoolTooLargeForTheReplicasIsRefused: with autoscaling on, the chart
+// counts the most gateways that may run, so a pool that fits three
+// gateways but not maxReplicas of them is refused by serve at start.
+func TestPoolTooLargeForTheReplicasIsRefused(t *testing.T) {
+	r, err := render(renderOptions{files: []string{"own-upstreams.yaml"}, set: map[string]any{
+		"autoscaling": map[string]any{"enabled": true, "maxReplicas": 10},
+		"gateway": map[string]any{"discovery": map[string]any{"maxConnections": 100},
+			"config": map[string]any{"upstream_pool_size": 32}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() { defer close(done); gatewayOf(rec, r) }()
+	<-done
+	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "discovery.max_connections: 100 connections, but 10 gateways") {
+		t.Errorf("serve's verdict on the render: %q, want the pool arithmetic refused for 10 gateways", rec.errs)
 	}
 }

@@ -19,10 +19,15 @@ always give the same file and the same checksum.
 {{- $_ = set $cfg "discovery" (dict "dns_name" $dns "port" (int $v.exampleServer.port) "path" "/mcp") -}}
 {{- else if $v.gateway.discovery.dnsName -}}
 {{- $d := $v.gateway.discovery -}}
-{{- $_ = set $cfg "discovery" (dict "dns_name" $d.dnsName "port" (int $d.port) "path" $d.path "scheme" $d.scheme) -}}
+{{- $disc := dict "dns_name" $d.dnsName "port" (int $d.port) "path" $d.path "scheme" $d.scheme -}}
+{{- if $d.maxInflight }}{{ $_ = set $disc "max_inflight" (int $d.maxInflight) }}{{ end -}}
+{{- if $d.maxConnections }}{{ $_ = set $disc "max_connections" (int $d.maxConnections) }}{{ end -}}
+{{- $_ = set $cfg "discovery" $disc -}}
 {{- else -}}
 {{- $_ = set $cfg "upstreams" $v.gateway.upstreams -}}
 {{- end -}}
+{{- /* The most gateways that may run, for the pool arithmetic against max_connections. */ -}}
+{{- $_ = set $cfg "gateways" (int (ternary $v.autoscaling.maxReplicas $v.replicaCount $v.autoscaling.enabled)) -}}
 {{- if include "mcpfleet.hasRedis" . -}}
 {{- $_ = set $cfg "idempotency" "redis" -}}
 {{- $_ = set $cfg "task_store" "redis" -}}

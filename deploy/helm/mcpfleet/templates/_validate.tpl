@@ -67,6 +67,7 @@ render with a message that names the values to change.
   "redis_url_file" "from redis.external.existingSecret"
   "redis_mode" "from redis.mode"
   "redis_sentinel_master" "from redis.sentinelMaster"
+  "gateways" "from replicaCount (autoscaling.maxReplicas with autoscaling on)"
 -}}
 {{- range $key := keys $owned | sortAlpha -}}
 {{- if hasKey $v.gateway.config $key -}}
