@@ -118,6 +118,36 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 }
 
+// BenchmarkCapacity measures a request that takes a replica's place
+// (max_inflight) in a memory store and in Redis, against none: the cost of
+// the reservation and its release, one request at a time.
+func BenchmarkCapacity(b *testing.B) {
+	backend := cannedBackend()
+	defer backend.Close()
+	for _, store := range []string{"none", "memory", "redis"} {
+		b.Run("capacity="+store, func(b *testing.B) {
+			var l *limit.Limiter
+			switch store {
+			case "memory":
+				l = limit.NewLimiter(limit.NewMemory(0), nil)
+			case "redis":
+				client, err := storepkg.NewRedisClient("redis://" + redistest.Start(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer client.Close()
+				l = limit.NewLimiter(redisstore.New(client, "bench:"), nil)
+			}
+			o := &Options{}
+			if l != nil {
+				defer l.Close()
+				o.Capacity, o.DefaultMaxInflight = l, 1000
+			}
+			benchLatency(b, benchGateway(b, "canned", backend.URL, o), benchRequest)
+		})
+	}
+}
+
 // BenchmarkCacheHit measures a tools/list answered by its replica against
 // the same answered from the cache, local and shared in Redis, one request
 // at a time, in front of a canned backend and of a real testserver (the Go
