@@ -25,6 +25,7 @@ commands:
   health       exit 0 if serve's /healthz answers 200 (the image's HEALTHCHECK)
   fleet        the fleet as several gateways see it (their admin /api/fleet), drain or resume a replica on all
   lbconfig     emit nginx or HAProxy configs that keep the fleet's rules
+  tools        tools lock: print the lock of a replica's tool definitions (tools.lock_file)
   probe        prove what a load balancer does with affinity: stickiness, spread, moves
   chaos        a rolling restart under load on loopback: lost, killed and doubled calls
   load         the simulator's traffic against a real fleet, beside the simulator's prediction and where the CPU went
@@ -65,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"lab":        runLab,
 		"lbconfig":   runLbconfig,
 		"fleet":      runFleet,
+		"tools":      runTools,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
@@ -13,6 +15,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/streams"
+	"github.com/mcpfleet/mcpfleet/internal/tools"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -26,6 +29,11 @@ import (
 func gatewayOptions(c *config.Config) (*gateway.Options, error) {
 	o := baseGatewayOptions(c)
 	o.NoIdempotency = c.Idempotency == "off"
+	to, err := toolOptions(c)
+	if err != nil {
+		return nil, err
+	}
+	o.Tools = to
 	if len(c.TrustedProxies) > 0 {
 		p, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader)
 		if err != nil {
@@ -186,4 +194,32 @@ func verifyOptions(c *config.Config) (identity.VerifyOptions, identity.KeySource
 	}
 	return identity.VerifyOptions{Issuers: a.Issuers, Audiences: a.Audiences, ClockSkew: time.Duration(a.ClockSkew)},
 		identity.KeySource{File: a.JWKSFile, URL: a.JWKSURL, Refresh: time.Duration(a.JWKSRefresh)}, true
+}
+
+// toolOptions returns the tools watcher's options, or nil when
+// tools.refresh is 0s: the lock read and parsed, the probe's credential
+// read on the secret file's terms. No error quotes the credential.
+func toolOptions(c *config.Config) (*gateway.ToolOptions, error) {
+	t := c.Tools
+	if t.Refresh == 0 {
+		return nil, nil
+	}
+	o := &gateway.ToolOptions{Refresh: time.Duration(t.Refresh), Quarantine: t.OnUnlocked == "quarantine"}
+	if t.LockFile != "" {
+		b, err := os.ReadFile(t.LockFile)
+		if err != nil {
+			return nil, fmt.Errorf("tools.lock_file: %w", err)
+		}
+		if o.Lock, err = tools.ParseLock(b); err != nil {
+			return nil, fmt.Errorf("tools.lock_file %s: %w", t.LockFile, err)
+		}
+	}
+	auth, err := readAuthorization("tools.probe_authorization_file", t.ProbeAuthorizationFile)
+	if err != nil {
+		return nil, err
+	}
+	o.List = func(ctx context.Context, url string) ([]tools.Definition, string, error) {
+		return tools.List(ctx, url, tools.ListOptions{Authorization: auth})
+	}
+	return o, nil
 }

@@ -237,7 +237,7 @@ func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot, token st
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", rg.gw.Metrics().Handler())
-	admin.Register(mux, rg.gw, &admin.Options{Token: token, Log: rg.log})
+	admin.Register(mux, rg.gw, &admin.Options{Token: token, Log: rg.log, Tools: rg.gw.ToolsHandler()})
 	// Profiles, for the operator who asks where the time goes; the
 	// admin listener is theirs alone (docs/GATEWAY.md).
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

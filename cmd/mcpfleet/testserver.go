@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
@@ -25,6 +26,9 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	cacheTTL := fs.Duration("cache-ttl", 0, "ttlMs cache hint (SEP-2549) on discover, list and resources/read results, whole milliseconds (default 0: stale at once)")
 	slots := fs.Int("slots", 0, "tool calls that run at once; the others wait, first come first served (0: no limit)")
 	keepAlive := fs.Duration("keepalive", 0, "write the SSE comment \": keepalive\" on a /mcp stream silent this long (0: never)")
+	var addTools, describe listFlag
+	fs.Var(&addTools, "add-tool", "serve one more tool of this `name` (it answers its name), as a new version of the server would; repeatable")
+	fs.Var(&describe, "describe", "serve the tool named before = with this description instead (`tool=text`): a changed definition; repeatable")
 	stateless := fs.Bool("stateless", false, "serve 2025-11-25 requests with the SDK's stateless handler too: no sessions, any replica answers any request")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -42,6 +46,17 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	opts := &testserver.Options{
 		Era: *era, Logger: log, CacheTTL: *cacheTTL, EventStore: *eventStore,
 		ShutdownGrace: *grace, Slots: *slots, KeepAlive: *keepAlive, Stateless: *stateless,
+		Tools: addTools,
+	}
+	for _, d := range describe {
+		tool, text, ok := strings.Cut(d, "=")
+		if !ok || tool == "" {
+			return usageError{fmt.Errorf("-describe %q: want tool=text", d)}
+		}
+		if opts.Describe == nil {
+			opts.Describe = map[string]string{}
+		}
+		opts.Describe[tool] = text
 	}
 	if *grace == 0 {
 		opts.ShutdownGrace = time.Nanosecond // Options reads 0 as the default grace; the flag's 0 is none

@@ -20,6 +20,10 @@ const (
 	// StateChecking: it is down and its checks have begun to pass again,
 	// not yet enough of them in a row to bring it back.
 	StateChecking = "checking"
+	// StateQuarantined: its tools break the lock (tools.on_unlocked:
+	// quarantine); it takes no new work and its sessions are told they are
+	// gone, until its tools match again.
+	StateQuarantined = "quarantined"
 )
 
 // Fleet is one gateway's view of its fleet at one moment. Its JSON is the

@@ -38,6 +38,9 @@ type Options struct {
 	Log *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Tools, when not nil, serves GET /api/tools (what each replica's
+	// tools are against the lock), behind the token like every /api/ route.
+	Tools http.Handler
 }
 
 //go:embed static/index.html
@@ -64,6 +67,9 @@ func Register(mux *http.ServeMux, src Source, o *Options) {
 	mux.HandleFunc("GET /api/fleet", h.authorized(h.serveFleet))
 	mux.HandleFunc("POST /api/replicas/{name}/drain", h.authorized(h.action(true)))
 	mux.HandleFunc("POST /api/replicas/{name}/resume", h.authorized(h.action(false)))
+	if o.Tools != nil {
+		mux.HandleFunc("GET /api/tools", h.authorized(o.Tools.ServeHTTP))
+	}
 }
 
 type handler struct {

@@ -156,6 +156,9 @@ type Config struct {
 	// UpstreamPoolSize bounds the connections each gateway keeps open to
 	// each replica, idle ones included; 0 means no bound.
 	UpstreamPoolSize int `yaml:"upstream_pool_size"`
+	// Tools configures what the gateway learns of the replicas' tools
+	// (tools.go).
+	Tools Tools `yaml:"tools"`
 	// Gateways is how many gateway processes run this configuration, for
 	// the pool arithmetic against max_connections; 0 means not said.
 	Gateways int `yaml:"gateways"`
@@ -309,6 +312,7 @@ func Default() Config {
 		IdempotencyTTL:   Duration(24 * time.Hour),
 		Resume:           defaultResume(),
 		QueueSize:        1024,
+		Tools:            Tools{Refresh: Duration(30 * time.Second)},
 	}
 }
 
@@ -433,6 +437,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateLimits(bad)
 	c.validateCapacity(bad)
+	c.validateTools(bad)
 	c.validateResume(bad)
 	c.validateCache(bad)
 	c.validateAuth(bad)

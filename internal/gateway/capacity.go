@@ -165,15 +165,15 @@ func (g *Gateway) reserve(ctx context.Context, rep *upstream.Replica, n int, rec
 // pickPlace chooses a replica for new work that has a place for it,
 // queueing while every eligible one is full. It returns -1 and no error
 // when there is nothing left to pick (every replica tried).
-func (g *Gateway) pickPlace(ctx context.Context, r *http.Request, q *request, snap *upstream.Snapshot, in balance.Input, tried []int, rec *record) (int, *place, time.Duration, *mcpmsg.Error) {
+func (g *Gateway) pickPlace(ctx context.Context, r *http.Request, q *request, snap *upstream.Snapshot, ok func(int) bool, in balance.Input, tried []int, rec *record) (int, *place, time.Duration, *mcpmsg.Error) {
 	if !g.capped(r, q) {
-		return g.pick(snap, in, tried), nil, 0, nil
+		return g.pick(snap, ok, in, tried), nil, 0, nil
 	}
 	return g.queueFor(ctx, rec, func() (int, *place, time.Duration, *mcpmsg.Error) {
 		full := tried
 		retry := limit.BusyRetry
 		for {
-			idx := g.pick(snap, in, full)
+			idx := g.pick(snap, ok, in, full)
 			if idx < 0 {
 				if len(full) == len(tried) {
 					return -1, nil, 0, nil // nothing to wait for

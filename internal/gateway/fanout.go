@@ -222,6 +222,7 @@ func (m *merger) relay(sw *sse.Writer, rec *record) {
 				continue
 			}
 			m.g.invalidateFrom(ev.Data)
+			m.g.tw.noticed(nil, ev.Data) // merged: which replica is not known
 		}
 		rec.events++
 		if sw.WriteEvent(block) != nil {

@@ -57,6 +57,9 @@ func replicaView(r *upstream.Replica, now time.Time) admin.Replica {
 	if v.Held {
 		v.State = admin.StateDraining
 	}
+	if r.Quarantined() {
+		v.State = admin.StateQuarantined
+	}
 	if c := r.LastCheck(); c != nil {
 		v.LastCheck = &admin.LastCheck{At: c.At.UTC(), Result: c.Result.String(), Reason: c.Reason}
 	}

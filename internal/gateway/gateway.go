@@ -40,6 +40,7 @@ type Gateway struct {
 	draining    atomic.Bool   // /readyz answers 503 once set
 	stores      *storeCheck   // what /readyz asks of the stores
 	cap         *capacity     // max_inflight; nil when no replica has one
+	tw          *toolWatch    // every replica's tools; nil when off
 	started     time.Time     // for the fleet view's uptime
 
 	// recent keeps the events of the legacy POST streams being relayed,
@@ -105,6 +106,10 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		cancel:        cancel,
 		stores:        &storeCheck{check: o.StoreCheck, now: time.Now},
 		cap:           newCapacity(&o),
+	}
+	g.tw = newToolWatch(g, o.Tools)
+	if g.tw != nil {
+		go g.tw.run(base)
 	}
 	g.metrics = newMetrics(g)
 	g.recent = streams.NewMemory(o.StreamLimits)

@@ -29,6 +29,8 @@ type Metrics struct {
 	limitFailOpen  prometheus.Counter
 	limitStore     prometheus.Histogram
 
+	toolReroutes prometheus.Counter
+
 	capacityFull     *prometheus.CounterVec
 	capacityRefused  *prometheus.CounterVec
 	capacityFailOpen prometheus.Counter
@@ -106,6 +108,11 @@ func newMetrics(g *Gateway) *Metrics {
 		Name: "mcpfleet_cache_invalidations_total",
 		Help: "Invalidations made on a replica's list_changed or resources/updated notification.",
 	})
+	m.toolReroutes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpfleet_tool_reroutes_total",
+		Help: "tools/call requests that the policy alone would have sent to a replica not declaring the tool, sent to one that does (tool-aware routing).",
+	})
+	m.reg.MustRegister(m.toolReroutes, &toolsCollector{g: g})
 	m.capacityFull = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpfleet_capacity_full_total",
 		Help: "Times a request found a replica at its max_inflight and looked further, by replica.",
@@ -212,4 +219,54 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 // upstream.CheckOptions.OnChange.
 func (m *Metrics) HealthChanged(replica string, from, to upstream.State) {
 	m.healthChanges.WithLabelValues(replica, from.String(), to.String()).Inc()
+}
+
+// toolsCollector reports each replica's tool-set digest and quarantine,
+// read at scrape time.
+type toolsCollector struct{ g *Gateway }
+
+var (
+	toolsDigestDesc = prometheus.NewDesc("mcpfleet_tools_digest_info",
+		"1 for each replica's last listed tool set, by its digest (replicas that serve the same tools share a digest).", []string{"replica", "digest"}, nil)
+	quarantinedDesc = prometheus.NewDesc("mcpfleet_replica_quarantined",
+		"1 while a replica is quarantined because its tools break the lock (tools.on_unlocked: quarantine).", []string{"replica"}, nil)
+	toolsChangedDesc = prometheus.NewDesc("mcpfleet_tools_unlocked",
+		"Tools of each replica that differ from the lock (added or changed), or from most replicas' without a lock.", []string{"replica"}, nil)
+)
+
+func (c *toolsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- toolsDigestDesc
+	ch <- quarantinedDesc
+	ch <- toolsChangedDesc
+}
+
+func (c *toolsCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.g.fleet.Snapshot()
+	for i := range s.Len() {
+		rep := s.At(i)
+		q := 0.0
+		if rep.Quarantined() {
+			q = 1
+		}
+		ch <- prometheus.MustNewConstMetric(quarantinedDesc, prometheus.GaugeValue, q, rep.Name())
+	}
+	w := c.g.tw
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, rt := range w.reps {
+		if rt.set == nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(toolsDigestDesc, prometheus.GaugeValue, 1, name, rt.set.Digest())
+		n := 0
+		for _, chg := range rt.changes {
+			if chg.Violation() {
+				n++
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(toolsChangedDesc, prometheus.GaugeValue, float64(n), name)
+	}
 }

@@ -106,6 +106,10 @@ type Options struct {
 	// QueueSize bounds how many requests wait for a place at once; 0
 	// means 1,024. Past it a request is answered at once.
 	QueueSize int
+	// Tools, when not nil, lists every replica's tools, routes each
+	// tools/call among the replicas that declare its tool, and holds the
+	// replicas to a lock (docs/GATEWAY.md, "Tools across the fleet").
+	Tools *ToolOptions
 	// UpstreamPoolSize bounds the connections open to each replica, idle
 	// ones included; 0 means no bound. Past it a request waits for one.
 	UpstreamPoolSize int

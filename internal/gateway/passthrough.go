@@ -71,7 +71,7 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, readO
 	in := balance.Input{Seq: g.seq.Add(1) - 1, Rnd: g.random()}
 	var tried []int
 	for retries := 0; ; retries++ {
-		idx := g.pick(snap, balance.Input{Seq: in.Seq + uint64(retries), Rnd: in.Rnd}, tried)
+		idx := g.pick(snap, nil, balance.Input{Seq: in.Seq + uint64(retries), Rnd: in.Rnd}, tried)
 		if idx < 0 {
 			rec.reject(w, verdictError(balance.Exhausted(retries)), nil)
 			return

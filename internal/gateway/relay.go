@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -115,13 +116,18 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			return
 		}
 		rec.events++
-		if watch, inval := g.watchesAnswer(q, rec), g.opts.Cache != nil; watch || inval {
+		watch, inval := g.watchesAnswer(q, rec), g.opts.Cache != nil
+		relist := g.tw != nil && bytes.Contains(block, listChanged)
+		if watch || inval || relist {
 			data := sse.Parse(block).Data
 			if watch {
 				g.noteAnswer(q, data, rec)
 			}
 			if inval {
 				g.invalidateFrom(data)
+			}
+			if relist {
+				g.tw.noticed(rec.rep, data)
 			}
 		}
 		var at *session.EventID

@@ -53,6 +53,12 @@ func (g *Gateway) route(ctx context.Context, q *request) (target, *mcpmsg.Error)
 		g.metrics.sessionMisses.WithLabelValues("replica_gone").Inc()
 		return target{}, errSessionNotFound
 	}
+	if rep.Quarantined() {
+		// Its tools break the lock: the session ends, and its client
+		// re-initializes on a replica that serves the accepted tools.
+		g.metrics.sessionMisses.WithLabelValues("replica_quarantined").Inc()
+		return target{}, errSessionNotFound
+	}
 	q.upstreamSession = c.SessionID
 	rep.SawSession(time.Now(), c.SessionID)
 	return target{pinned: rep}, nil
@@ -87,8 +93,10 @@ type sent struct {
 func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t target, rec *record) sent {
 	var tried []int
 	var in balance.Input
+	var ok func(int) bool // the replicas the call's tool allows
 	if t.pinned == nil {
 		in = g.pickInput(r, q, t.snap)
+		ok = g.toolFilter(q, t.snap, in)
 	}
 	for retries := 0; ; retries++ {
 		rep, idx := t.pinned, -1
@@ -96,7 +104,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 		if rep == nil {
 			var retry time.Duration
 			var perr *mcpmsg.Error
-			if idx, p, retry, perr = g.pickPlace(ctx, r, q, t.snap, in, tried, rec); perr != nil {
+			if idx, p, retry, perr = g.pickPlace(ctx, r, q, t.snap, ok, in, tried, rec); perr != nil {
 				return sent{err: perr, retry: retry}
 			}
 			if idx < 0 {
@@ -171,8 +179,15 @@ func (g *Gateway) attemptResume(ctx context.Context, r *http.Request, q *request
 // replica out, it picks among all of them rather than refuse the request,
 // as nginx does: a dead replica then fails the dial, and the request moves
 // on or fails as it would have anyway.
-func (g *Gateway) pick(snap *upstream.Snapshot, in balance.Input, tried []int) int {
-	if idx := balance.Pick(g.opts.Balance, snap, in, tried); idx >= 0 || len(tried) > 0 {
+//
+// ok, when not nil, is the call's tool filter (toolFilter): only replicas
+// it allows are picked while any eligible one is.
+func (g *Gateway) pick(snap *upstream.Snapshot, ok func(int) bool, in balance.Input, tried []int) int {
+	var v balance.View = snap
+	if ok != nil {
+		v = filtered{snap, ok}
+	}
+	if idx := balance.Pick(g.opts.Balance, v, in, tried); idx >= 0 || len(tried) > 0 {
 		return idx
 	}
 	g.metrics.noneEligible.Inc()

@@ -59,6 +59,14 @@ type Options struct {
 	// file opened with O_APPEND. Nil means no ledger.
 	Ledger io.Writer
 
+	// Tools are more tools this replica serves from its start, each as
+	// AddTool adds one: a new version of the server that adds a tool.
+	Tools []string
+
+	// Describe replaces the descriptions of the tools it names: a replica
+	// serving a changed definition (OWASP MCP03, a rug pull).
+	Describe map[string]string
+
 	// Calls, when set, counts the tool calls running on this replica and
 	// the MCP requests it handles, by method and resources/read URI (and
 	// those of every other replica that shares it). Nil means no count.
@@ -135,6 +143,7 @@ func (o *Options) Validate() error {
 // concurrent use.
 type Server struct {
 	name   string
+	opts   Options // Tools and Describe
 	era    string
 	grace  time.Duration
 	logger *slog.Logger
@@ -189,6 +198,7 @@ func New(name string, opts *Options) (*Server, error) {
 	}
 	s := &Server{
 		name:    name,
+		opts:    o,
 		era:     o.Era,
 		grace:   o.ShutdownGrace,
 		logger:  o.Logger,

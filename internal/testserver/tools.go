@@ -45,46 +45,49 @@ type (
 
 // addTools registers the test tools on the MCP server.
 func (s *Server) addTools() {
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	mcp.AddTool(s.mcp, s.described(&mcp.Tool{
 		Name:        "whoami",
 		Description: "Returns the name of the replica that answered.",
 		Annotations: readOnly(),
-	}, s.whoami)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}), s.whoami)
+	mcp.AddTool(s.mcp, s.described(&mcp.Tool{
 		Name:        "echo",
 		Description: "Returns its text.",
 		Annotations: readOnly(),
-	}, s.echo)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}), s.echo)
+	mcp.AddTool(s.mcp, s.described(&mcp.Tool{
 		Name:        "sleep",
 		Description: "Sleeps for seconds, reporting progress every progress_every seconds when the call has a progress token.",
 		Annotations: readOnly(),
-	}, s.sleep)
+	}), s.sleep)
 	s.addBurn()
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	mcp.AddTool(s.mcp, s.described(&mcp.Tool{
 		Name:        "mutate",
 		Description: "Runs for seconds and increments the counter key at fraction at of its run; cancelled before then, it changes nothing.",
 		Annotations: &mcp.ToolAnnotations{
 			DestructiveHint: new(false), // it only adds
 			OpenWorldHint:   new(false),
 		},
-	}, s.mutate)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}), s.mutate)
+	mcp.AddTool(s.mcp, s.described(&mcp.Tool{
 		Name:        "count",
 		Description: "Returns how many times key was mutated on this replica, as a decimal integer.",
 		Annotations: readOnly(),
-	}, s.count)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}), s.count)
+	mcp.AddTool(s.mcp, s.described(&mcp.Tool{
 		Name:        "lookup",
 		Description: "Returns the value of key on this replica. Read-only: a cache may answer it.",
 		Annotations: readOnly(),
-	}, s.value)
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}), s.value)
+	mcp.AddTool(s.mcp, s.described(&mcp.Tool{
 		Name:        "fetch",
 		Description: "Returns the value of key on this replica, as lookup does, but is not declared read-only: a cache must not answer it.",
 		// No readOnlyHint: only tools declared read-only may be cached.
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false)},
-	}, s.value)
+	}), s.value)
+	for _, name := range s.opts.Tools {
+		s.AddTool(name)
+	}
 }
 
 // readOnly returns the annotations of a tool that changes nothing and
@@ -236,11 +239,24 @@ func progressToken(req *mcp.CallToolRequest) any {
 	return req.Params.GetProgressToken()
 }
 
+// described gives t the description Options.Describe names for it, if any:
+// how a test serves a changed definition of one tool.
+func (s *Server) described(t *mcp.Tool) *mcp.Tool {
+	if d, ok := s.opts.Describe[t.Name]; ok {
+		t.Description = d
+	}
+	return t
+}
+
+// RemoveTool removes the tool called name from this replica, which sends
+// notifications/tools/list_changed to its listeners.
+func (s *Server) RemoveTool(name string) { s.mcp.RemoveTools(name) }
+
 // AddTool adds a tool called name to this replica alone (it answers with
 // its own name), so that the replica sends notifications/tools/list_changed
 // to its listeners: how tests change one replica of a fleet under a client.
 func (s *Server) AddTool(name string) {
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: "Added at run time.", Annotations: readOnly()},
+	mcp.AddTool(s.mcp, s.described(&mcp.Tool{Name: name, Description: "Added at run time.", Annotations: readOnly()}),
 		func(context.Context, *mcp.CallToolRequest, noInput) (*mcp.CallToolResult, any, error) {
 			return text(name), nil, nil
 		})

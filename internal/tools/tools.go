@@ -200,12 +200,12 @@ func (s *Set) Digest() string {
 
 // Change is one way a replica's tools differ from what it is held to.
 type Change struct {
-	Tool string
+	Tool string `json:"tool"`
 	// What is "added" (a name the lock does not know), "removed" (a locked
 	// tool the replica does not serve: reported, never a violation),
 	// or the members that changed: "description", "title", "input schema",
 	// "output schema", "annotations", comma-separated.
-	What string
+	What string `json:"change"`
 }
 
 // Violation reports whether the change breaks the lock: every change but a

@@ -88,12 +88,12 @@ func (s *Snapshot) At(i int) *Replica { return s.replicas[i] }
 func (s *Snapshot) InFlight(i int) int64 { return s.replicas[i].InFlight() }
 
 // Eligible reports whether the i-th replica may take new work: only when it
-// is up and not drained by hand (SetHeld). Down and draining replicas take
-// none; requests pinned to a draining replica by their session are routed
-// without asking.
+// is up, not drained by hand (SetHeld) and not quarantined
+// (SetQuarantined). Down and draining replicas take none; requests pinned
+// to a draining replica by their session are routed without asking.
 func (s *Snapshot) Eligible(i int) bool {
 	r := s.replicas[i]
-	return r.State() == StateUp && !r.stats.held.Load()
+	return r.State() == StateUp && !r.stats.held.Load() && !r.stats.quarantined.Load()
 }
 
 // Lookup returns the replica named name, or nil.

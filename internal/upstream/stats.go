@@ -20,8 +20,12 @@ type stats struct {
 	// held is set while an operator has drained the replica by hand
 	// (POST /api/replicas/{name}/drain): it takes no new work whatever
 	// its health says.
-	held      atomic.Bool
-	lastCheck atomic.Pointer[Check]
+	held atomic.Bool
+	// quarantined is set while the replica's tools break the lock
+	// (tools.on_unlocked: quarantine): it takes no new work, and its
+	// sessions are told they are gone.
+	quarantined atomic.Bool
+	lastCheck   atomic.Pointer[Check]
 }
 
 // Check is the outcome of a replica's last active health check.
@@ -105,6 +109,13 @@ func (r *Replica) SetHeld(held bool) bool { return r.stats.held.Swap(held) != he
 
 // Held reports whether the replica is drained by hand.
 func (r *Replica) Held() bool { return r.stats.held.Load() }
+
+// SetQuarantined takes the replica out of all new work (its tools break
+// the lock) or gives it back, and reports whether that changed anything.
+func (r *Replica) SetQuarantined(q bool) bool { return r.stats.quarantined.Swap(q) != q }
+
+// Quarantined reports whether the replica is quarantined.
+func (r *Replica) Quarantined() bool { return r.stats.quarantined.Load() }
 
 // LastCheck returns the replica's last active check; nil before the first.
 func (r *Replica) LastCheck() *Check { return r.stats.lastCheck.Load() }
