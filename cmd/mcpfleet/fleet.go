@@ -113,6 +113,9 @@ func (rg *runningGateway) reloadUpstreams(path string, fleet *upstream.Fleet) {
 		rg.log.Error("reload refused: nothing changed", "error", err.Error())
 		return
 	}
+	if err := rg.gw.SetMaxInflight(maxInflight(&cfg)); err != nil {
+		rg.log.Warn("reload: the upstreams' max_inflight is not applied", "error", err.Error())
+	}
 	rg.log.Info("reloaded upstreams", "added", change.Added, "removed", change.Removed)
 }
 

@@ -73,23 +73,8 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 	if retries == 0 {
 		retries = -1 // never
 	}
-	var caps map[string]int
-	for _, u := range c.Upstreams {
-		if u.MaxInflight == 0 {
-			continue
-		}
-		if caps == nil {
-			caps = map[string]int{}
-		}
-		name := u.Name
-		if name == "" {
-			parsed, _ := upstream.ParseURL(u.URL) // validated
-			name = parsed.Host
-		}
-		caps[name] = u.MaxInflight
-	}
 	return &gateway.Options{
-		MaxInflight:          caps,
+		MaxInflight:          maxInflight(c),
 		DefaultMaxInflight:   c.Discovery.MaxInflight,
 		QueueTimeout:         time.Duration(c.QueueTimeout),
 		QueueSize:            c.QueueSize,
@@ -117,6 +102,27 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		StreamLimits: streams.Options{TTL: time.Duration(c.Resume.Grace),
 			MaxStreamBytes: c.Resume.MaxStreamBytes, MaxTotalBytes: c.Resume.MaxTotalBytes},
 	}
+}
+
+// maxInflight returns the upstreams' max_inflight by replica name; nil
+// when none has one.
+func maxInflight(c *config.Config) map[string]int {
+	var caps map[string]int
+	for _, u := range c.Upstreams {
+		if u.MaxInflight == 0 {
+			continue
+		}
+		if caps == nil {
+			caps = map[string]int{}
+		}
+		name := u.Name
+		if name == "" {
+			parsed, _ := upstream.ParseURL(u.URL) // validated
+			name = parsed.Host
+		}
+		caps[name] = u.MaxInflight
+	}
+	return caps
 }
 
 // upstreamSpecs returns the upstreams as the fleet takes them.

@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
@@ -62,7 +64,7 @@ func (p *place) Done() {
 // caps, and the queue of requests waiting for a place.
 type capacity struct {
 	lim     *limit.Limiter
-	caps    map[string]int
+	caps    atomic.Pointer[map[string]int] // by replica name; SetMaxInflight swaps it
 	def     int
 	timeout time.Duration
 	size    int
@@ -76,15 +78,35 @@ func newCapacity(o *Options) *capacity {
 	if o.Capacity == nil {
 		return nil
 	}
-	return &capacity{lim: o.Capacity, caps: o.MaxInflight, def: o.DefaultMaxInflight, timeout: o.QueueTimeout, size: o.QueueSize}
+	c := &capacity{lim: o.Capacity, def: o.DefaultMaxInflight, timeout: o.QueueTimeout, size: o.QueueSize}
+	caps := o.MaxInflight
+	c.caps.Store(&caps)
+	return c
 }
 
 // limitOf returns rep's max_inflight; 0 means none.
 func (c *capacity) limitOf(rep *upstream.Replica) int {
-	if n, ok := c.caps[rep.Name()]; ok {
+	if n, ok := (*c.caps.Load())[rep.Name()]; ok {
 		return n
 	}
 	return c.def
+}
+
+// ErrCapacityOff is SetMaxInflight's answer when the gateway started
+// without a capacity store: a cap needs a restart to turn on.
+var ErrCapacityOff = errors.New("max_inflight was off at start: a cap needs a restart to turn on")
+
+// SetMaxInflight swaps in the named replicas' caps (a reload of the
+// upstreams); requests already holding places keep them.
+func (g *Gateway) SetMaxInflight(caps map[string]int) error {
+	if g.cap == nil {
+		if len(caps) > 0 {
+			return ErrCapacityOff
+		}
+		return nil
+	}
+	g.cap.caps.Store(&caps)
+	return nil
 }
 
 // freed wakes every queued request: one of them may take the place.

@@ -208,3 +208,25 @@ func TestMaxInflightHoldsSessionsAtTheirReplica(t *testing.T) {
 		t.Errorf("peaks %v: a session's three calls ran at one replica, one at a time", p)
 	}
 }
+
+// A reload's caps replace the old ones: a replica whose cap is raised
+// takes as many more at once; a gateway without a capacity store refuses
+// to turn one on.
+func TestSetMaxInflight(t *testing.T) {
+	f := startCapped(t, 1, Options{MaxInflight: map[string]int{"replica-a": 1}}, limit.NewLimiter(limit.NewMemory(0), nil))
+	if err := f.gws[0].SetMaxInflight(map[string]int{"replica-a": 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range f.burst(t, 3, time.Second) {
+		if g.status != http.StatusOK {
+			t.Errorf("after raising the cap to 3: status %d: %s", g.status, g.body)
+		}
+	}
+	if p := f.peaks()[0]; p != 3 {
+		t.Errorf("peak %d, want the new cap 3", p)
+	}
+	plain := startFleet(t, 1, nil)
+	if err := plain.gw.SetMaxInflight(map[string]int{"replica-a": 2}); err != ErrCapacityOff {
+		t.Errorf("turning a cap on by reload: %v, want ErrCapacityOff", err)
+	}
+}
