@@ -170,6 +170,8 @@ func defineScenarioFlags(fs *flag.FlagSet, s *sim.Scenario) {
 	fs.Float64Var(&s.HotFactor, "hot-factor", s.HotFactor, "the hot client's extra rate, in multiples of a client's rate")
 	fs.BoolVar(&s.Runaway, "runaway", s.Runaway, "inject a runaway agent: one client sending --runaway-rate more calls")
 	fs.Float64Var(&s.RunawayRate, "runaway-rate", s.RunawayRate, "the runaway agent's extra calls per second")
+	fs.BoolVar(&s.NewTool, "new-tool", s.NewTool, "inject a new tool that the rolling deploy adds (with --deploy): replicas serve it once back from their reboot")
+	fs.Float64Var(&s.NewToolShare, "new-tool-share", s.NewToolShare, "share of calls that call the new tool once clients know of it")
 	fs.StringVar(&s.Protocol, "protocol", s.Protocol, "2025-11-25-local, 2025-11-25-shared or 2026-07-28")
 	fs.StringVar(&s.Routing, "routing", s.Routing, "round-robin, affinity or mcpfleet")
 	fs.IntVar(&s.Replicas, "replicas", s.Replicas, "replicas, 1 to 12")
@@ -192,6 +194,7 @@ func defineScenarioFlags(fs *flag.FlagSet, s *sim.Scenario) {
 	fs.IntVar(&s.LimitConcurrency, "limit-concurrency", s.LimitConcurrency, "calls in flight per caller (0: no limit)")
 	fs.IntVar(&s.MaxInflight, "max-inflight", s.MaxInflight, "each replica's calls in flight under mcpfleet routing, held per gateway (limit-store local) or fleet-wide (shared); 0: no cap")
 	fs.Var((*secondsFlag)(&s.QueueTimeout), "queue-timeout", "how long a call that finds every replica at its max-inflight waits for a place before the 503, seconds (0: no queue)")
+	fs.Var((*secondsFlag)(&s.ToolsRefresh), "tools-refresh", "how often each gateway lists every replica's tools under mcpfleet routing (tool-aware routing), seconds (0: off)")
 }
 
 // layeredScenario is the setup flags are parsed over: the defaults, then

@@ -538,3 +538,96 @@ func checkRealTiles(t *testing.T, b *browser, simulated, base *sim.Result) {
 		}
 	}
 }
+
+// TestBrowserHalfFinishedDeploy plays mission 8: loading it turns the new
+// tool and the deploy on with round-robin (calls fail with unknown tool, 0
+// stars); mcpfleet routing, tool-aware, earns 3 stars, and the gateway's
+// tool watcher turned off (tools refresh 0) loses them.
+func TestBrowserHalfFinishedDeploy(t *testing.T) {
+	b := newBrowser(t)
+	defer b.close()
+	m, err := sim.MissionByNumber(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Mission 8 unlocks once mission 7 has a star.
+	b.act("loading the page", chromedp.Navigate(b.url+"/"), chromedp.WaitVisible(chromedp.ID("mission-1")))
+	b.do("remembering a star for mission 7", chromedp.Evaluate[chromedp.Void](`localStorage.setItem("mcpfleet.lab.stars", JSON.stringify({"7": 1}))`))
+	b.do("reloading the page", chromedp.Reload(), chromedp.WaitEnabled(chromedp.ID("mission-8")))
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.labIdle === true && window.labRuns > 0`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("waiting for the first run after the reload: %v", err)
+	}
+	for _, id := range []string{"new_tool", "new_tool_share", "tools_refresh_s"} {
+		labelled, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](fmt.Sprintf(
+			`(() => { const el = document.getElementById(%q); return !!el && (el.tagName === "BUTTON" || !!document.querySelector('label[for=%q]')); })()`, id, id)))
+		if err != nil || !labelled {
+			t.Errorf("control %s missing or without a label (%v)", id, err)
+		}
+	}
+
+	b.act("loading mission 8", chromedp.Click(chromedp.ID("mission-8")), chromedp.Click(chromedp.ID("load-mission")))
+	got, err := chromedp.Run(b.ctx, chromedp.Evaluate[map[string]string](`({
+		name: document.getElementById("mission-name").textContent,
+		routing: document.getElementById("routing").value,
+		new_tool: document.getElementById("new_tool").getAttribute("aria-pressed"),
+		deploy: document.getElementById("deploy").getAttribute("aria-pressed"),
+		new_tool_share: document.getElementById("new_tool_share").value,
+		tools_refresh_s: document.getElementById("tools_refresh_s").value,
+		unknown: document.querySelector('#tiles [data-figure="unknown_tool"] .value').dataset.raw,
+	})`))
+	if err != nil {
+		t.Fatalf("reading the page: %v", err)
+	}
+	s := m.Broken
+	broken := sim.MustRun(s)
+	want := map[string]string{
+		"routing": s.Routing, "new_tool": "true", "deploy": "true",
+		"new_tool_share":  strconv.FormatFloat(s.NewToolShare, 'g', -1, 64),
+		"tools_refresh_s": strconv.FormatFloat(s.ToolsRefresh, 'g', -1, 64),
+		"unknown":         strconv.Itoa(broken.UnknownTool),
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("after loading mission 8, %s shows %q, want %q", k, got[k], w)
+		}
+	}
+	if !strings.Contains(got["name"], "The half-finished deploy") || broken.UnknownTool == 0 {
+		t.Errorf("mission 8 is %q with %d unknown tool; want the half-finished deploy, failing", got["name"], broken.UnknownTool)
+	}
+	if st := b.stars(); st != "0" {
+		t.Errorf("mission 8's broken setup shows %q stars, want 0", st)
+	}
+
+	setRouting := `(() => { const el = document.getElementById("routing"); el.value = "mcpfleet"; el.dispatchEvent(new Event("change", {bubbles: true})); })()`
+	b.act("switching routing to mcpfleet", chromedp.Evaluate[chromedp.Void](setRouting))
+	if st := b.stars(); st != "3" {
+		t.Errorf("mission 8 with mcpfleet routing shows %q stars, want 3", st)
+	}
+	read := func() map[string]string {
+		v, err := chromedp.Run(b.ctx, chromedp.Evaluate[map[string]string](`({
+			unknown: document.querySelector('#tiles [data-figure="unknown_tool"] .value').dataset.raw,
+			failed: document.querySelector('#tiles [data-figure="failed"] .value').dataset.raw,
+			story: document.getElementById("story").textContent,
+		})`))
+		if err != nil {
+			t.Fatalf("reading the tiles: %v", err)
+		}
+		return v
+	}
+	if v := read(); v["unknown"] != "0" || v["failed"] != "0" || !strings.Contains(v["story"], "declare") {
+		t.Errorf("with mcpfleet: unknown tool %s, failed %s, story %q; want 0, 0 and the tool-aware routing told", v["unknown"], v["failed"], v["story"])
+	}
+
+	b.act("turning the tool watcher off",
+		chromedp.SetValue(chromedp.ID("tools_refresh_s"), ""),
+		chromedp.SendKeys(chromedp.ID("tools_refresh_s"), "0\t"))
+	if st := b.stars(); st != "0" {
+		t.Errorf("mission 8 with mcpfleet and no tool watcher shows %q stars, want 0", st)
+	}
+	off := m.Reference
+	off.ToolsRefresh = 0
+	if v := read(); v["unknown"] != strconv.Itoa(sim.MustRun(off).UnknownTool) || v["unknown"] == "0" {
+		t.Errorf("without the watcher the unknown tool tile holds %s, sim.Run gives %d", v["unknown"], sim.MustRun(off).UnknownTool)
+	}
+}

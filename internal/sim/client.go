@@ -34,7 +34,7 @@ func (e *engine) send(c int32) {
 // replica it may go to is at its max_inflight.
 func (e *engine) forward(c int32, g int, id limit.LeaseID) {
 	cl := e.traffic[c].Client
-	r, place, pinnedLost, full := e.route(cl, g, false)
+	r, place, pinnedLost, full := e.route(cl, g, c, false)
 	if full {
 		e.waitPlace(c, g, id)
 		return
@@ -51,6 +51,10 @@ func (e *engine) forward(c int32, g int, id limit.LeaseID) {
 		e.releasePlace(g, r, place)
 		e.releaseLease(c, g, id)
 		e.notFound(c)
+	case e.calls[c].newTool && !e.reps[r].newTool:
+		e.releasePlace(g, r, place)
+		e.releaseLease(c, g, id)
+		e.unknownTool(c)
 	default:
 		e.accept(c, r, g, id, place)
 	}
@@ -160,7 +164,7 @@ func (e *engine) reconnect(x int32) {
 		return
 	}
 	cl := e.traffic[c].Client
-	r, _, pinnedLost, _ := e.route(cl, e.pickGateway(), true)
+	r, _, pinnedLost, _ := e.route(cl, e.pickGateway(), -1, true)
 	switch {
 	case pinnedLost:
 		e.notFound(c)

@@ -24,6 +24,11 @@ func scenarios() map[string]Scenario {
 			out[p+"/"+r] = s
 		}
 	}
+	for _, r := range []string{RoundRobin, Fleet} {
+		s := all
+		s.Protocol, s.Routing, s.NewTool, s.Gateways = Rev2026, r, true, 2
+		out["new tool/"+r] = s
+	}
 	return out
 }
 
@@ -112,6 +117,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"limit_burst", func(s *Scenario) { s.LimitBurst = -1 }},
 		{"limit_concurrency", func(s *Scenario) { s.LimitConcurrency = -1 }},
 		{"runaway_rate", func(s *Scenario) { s.RunawayRate = -1 }},
+		{"new_tool_share", func(s *Scenario) { s.NewToolShare = 1.5 }},
+		{"tools_refresh_s", func(s *Scenario) { s.ToolsRefresh = 0.5 }},
+		{"tools_refresh_s", func(s *Scenario) { s.ToolsRefresh = 86401 }},
 	}
 	for _, tt := range tests {
 		s := Default()
@@ -142,6 +150,8 @@ func TestEdgeSettingsResolveEveryCall(t *testing.T) {
 		func(s *Scenario) {
 			s.Runaway, s.Gateways, s.LimitRate, s.LimitConcurrency, s.MaxReissues = true, MaxGateways, 1, 1, 0
 		},
+		func(s *Scenario) { s.NewTool, s.NewToolShare, s.Gateways, s.MaxInflight = true, 1, 3, 4 },
+		func(s *Scenario) { s.NewTool, s.NewToolShare, s.ToolsRefresh, s.RebootSeconds = true, 1, 1, 0 },
 	}
 	for i, edge := range edges {
 		for name, s := range grid(stormy()) {

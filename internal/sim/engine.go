@@ -45,6 +45,7 @@ type callState struct {
 	reissues int32
 	resolved bool
 	saw404   bool
+	newTool  bool // a call of the new tool (first sent once clients knew of it)
 	muts     int32
 	mut1     time.Duration // the earliest mutation
 	mut2     time.Duration // the second earliest: when the duplicate happened
@@ -82,6 +83,7 @@ type engine struct {
 	now     time.Duration
 	end     time.Duration // end of traffic
 	open    int           // unresolved calls plus live executions
+	toolOut bool          // clients know of the new tool
 	res     *Result
 	tl      timeline
 	lat     []time.Duration
@@ -127,6 +129,7 @@ func (e *engine) drive() {
 		if next < len(traffic) && (!ok || traffic[next].At < at) {
 			e.advance(traffic[next].At)
 			e.open++
+			e.calls[next].newTool = traffic[next].NewTool && e.toolOut
 			e.send(int32(next))
 			next++
 			continue
@@ -156,6 +159,9 @@ func newEngine(s *Scenario, traffic []Call) *engine {
 	}
 	e.view.reps = e.reps
 	e.gws = newGateways(s.Gateways, e.reps)
+	if s.NewTool {
+		newGatewayTools(e.gws, s.Replicas)
+	}
 	e.lim = newLimits(s)
 	e.places = newPlaces(s)
 	e.tl.init(s.Replicas, int(s.TrafficSeconds)+64)
@@ -191,6 +197,9 @@ func (e *engine) dispatch(ev event) {
 		e.kill(int(ev.ref))
 	case evUp:
 		e.reps[ev.ref].down = false
+		if e.s.NewTool {
+			e.upgraded(int(ev.ref))
+		}
 		if n := ev.ref + 1; int(n) < len(e.reps) {
 			e.heap.push(e.now, evDrain, n, 0)
 		}

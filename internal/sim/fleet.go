@@ -14,6 +14,7 @@ import (
 type replica struct {
 	draining bool
 	down     bool
+	newTool  bool   // back from its reboot with the new version: it serves the new tool
 	gen      uint32 // incremented by each reboot: sessions and buffers of older generations are gone
 
 	busy   int     // executions holding a slot
@@ -129,17 +130,24 @@ func (e *engine) pickRandom() int {
 // out. It returns -1 when the loop ends without a replica (503 or 502:
 // the client re-issues either after unroutableDelay).
 func (e *engine) pickFleet(c, g int, newWork bool) int {
-	i, _, _ := e.pickPlace(c, g, newWork, false)
+	i, _, _ := e.pickPlace(c, g, -1, newWork, false)
 	return i
 }
 
-// pickPlace is pickFleet for a call that holds a place at its replica
-// (capped, with max_inflight): like the gateway's pickPlace, a pick whose
+// pickPlace is pickFleet for call (-1 for a request that is not a
+// tools/call) of client c, which holds a place at its replica (capped,
+// with max_inflight): like the gateway's pickPlace, a pick whose
 // replica is full moves on to the next the policy gives, without counting
 // as a retry, and full reports that every replica left was full (the call
-// then waits in the queue) rather than that none could be reached.
-func (e *engine) pickPlace(c, g int, newWork, capped bool) (r int, place limit.LeaseID, full bool) {
+// then waits in the queue) rather than that none could be reached. A call
+// of the new tool picks only among the replicas its tool filter allows
+// (toolFilter), as the gateway's pick does, but for the last resort.
+func (e *engine) pickPlace(c, g int, call int32, newWork, capped bool) (r int, place limit.LeaseID, full bool) {
 	gw := &e.gws[g]
+	var v balance.View = &gw.view
+	if ok := e.toolFilter(call, g); ok != nil {
+		v = toolView{View: v, ok: ok}
+	}
 	in := balance.Input{
 		Seq: gw.seq, Rnd: e.rng.Uint64(), Key: clientKey(c), Ring: e.ring,
 		Epsilon: e.s.HashEpsilon, MinLoad: int64(e.s.HashMinLoad),
@@ -149,7 +157,7 @@ func (e *engine) pickPlace(c, g int, newWork, capped bool) (r int, place limit.L
 	skip := tried[:0]
 	nfull := 0
 	for retries := 0; ; {
-		i := balance.Pick(balance.Hash, &gw.view, in, skip)
+		i := balance.Pick(balance.Hash, v, in, skip)
 		if i < 0 && len(skip) == 0 {
 			i = balance.Pick(balance.Hash, &view{reps: e.reps, inFlight: gw.inFlight, all: true}, in, nil)
 		}
@@ -193,13 +201,15 @@ func (e *engine) pickPlace(c, g int, newWork, capped bool) (r int, place limit.L
 //
 // A call (not a resume) holds a place at its replica under max_inflight:
 // place is that lease, and full reports every replica it may go to (its
-// session's, when pinned) at its cap.
-func (e *engine) route(c, g int, resume bool) (r int, place limit.LeaseID, pinnedLost, full bool) {
+// session's, when pinned) at its cap. call is the call sent, -1 for a
+// resume: mcpfleet routes a call of the new tool by its tool filter,
+// unless its session is pinned.
+func (e *engine) route(c, g int, call int32, resume bool) (r int, place limit.LeaseID, pinnedLost, full bool) {
 	cl := &e.clients[c]
 	capped := !resume && e.places.on
 	if e.s.Protocol != Local2025 || e.s.Routing != Fleet || !cl.hasSession {
 		if e.s.Routing == Fleet {
-			r, place, full = e.pickPlace(c, g, !resume, capped)
+			r, place, full = e.pickPlace(c, g, call, !resume, capped)
 			return r, place, false, full
 		}
 		return e.pick(c, g, !resume), 0, false, false

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/health"
 )
@@ -11,7 +13,8 @@ type gateway struct {
 	seen     []health.Status // by replica, moved only by health.Next
 	inFlight []int32         // by replica: executions this gateway sent there, not finished
 	seq      uint64
-	view     view // the fleet as this gateway's balance.Pick sees it
+	view     view            // the fleet as this gateway's balance.Pick sees it
+	toolsAt  []time.Duration // by replica: since when its watcher knows it declares the new tool (new_tool only)
 }
 
 // newGateways returns n gateways, each seeing every replica up.
@@ -58,7 +61,11 @@ func (e *engine) checkResult(r int) health.Result {
 // gateway's default fall and rise.
 func (e *engine) observe(g, r int, res health.Result) {
 	s := &e.gws[g].seen[r]
+	was := s.State
 	*s = health.Next(*s, res, health.DefaultFall, health.DefaultRise)
+	if e.s.NewTool && was != health.StateUp && s.State == health.StateUp {
+		e.cameUp(g, r)
+	}
 }
 
 // attempt is gateway g forwarding one request to replica r: a rebooting

@@ -56,13 +56,15 @@ func TestNoLimitsAdmitEverything(t *testing.T) {
 
 // TestLeasesEndWithTheirExecutions runs fleets under a concurrency limit,
 // every way an execution can end (done, killed by a deploy, cancelled by a
-// cut), and checks that no caller holds a lease at the end: a call of each
-// would be admitted under a limit of one.
+// cut) and a call can fail at its replica (unknown tool), and checks that
+// no caller holds a lease at the end: a call of each would be admitted
+// under a limit of one.
 func TestLeasesEndWithTheirExecutions(t *testing.T) {
 	base := stormy()
 	base.TrafficSeconds = 300
 	base.Runaway, base.RunawayRate = true, 5
 	base.LimitConcurrency, base.Gateways = 3, 3
+	base.NewTool = true
 	for _, store := range []string{LocalLimits, SharedLimits} {
 		for name, s := range grid(base) {
 			s.LimitStore = store

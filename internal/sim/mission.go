@@ -92,9 +92,9 @@ func MissionByNumber(n int) (Mission, error) {
 // storm is the share of calls that saw a 404 above which the 404s are a storm.
 const storm = 0.005
 
-// Missions returns the eight missions, calibrated (docs/SIM.md).
+// Missions returns the nine missions, calibrated (docs/SIM.md).
 func Missions() []Mission {
-	return []Mission{silentStreams(), notFoundStorm(), rollingDeploy(), doubleCharge(), hotClient(), everything(), runawayAgent(), overloadedReplica()}
+	return []Mission{silentStreams(), notFoundStorm(), rollingDeploy(), doubleCharge(), hotClient(), everything(), runawayAgent(), halfFinishedDeploy(), overloadedReplica()}
 }
 
 func silentStreams() Mission {
@@ -229,6 +229,46 @@ func runawayAgent() Mission {
 	}
 }
 
+// The half-finished deploy's mission: a rolling deploy adds a tool, and
+// the goal keeps it on, called by at least halfDeployShare of calls, on at
+// least halfDeployReplicas replicas (with two, the one being replaced
+// leaves only upgraded replicas in rotation: nothing is ever mixed).
+const (
+	halfDeployShare    = 0.3
+	halfDeployReplicas = 3
+	halfDeployDrain    = 30.0 // seconds: the broken fleet's drain window
+)
+
+// halfFinishedDeploy: a rolling deploy adds a tool, and for as long as it
+// runs the fleet is mixed. Clients that listed the tools of an upgraded
+// replica call the new tool, and round-robin sends the call to an old
+// replica as often as not, which answers "unknown tool". Tool-aware
+// routing (mcpfleet: the gateway lists every replica's tools and sends a
+// call only among those that declare its tool) sends each to a replica
+// that has it.
+func halfFinishedDeploy() Mission {
+	b := Default()
+	b.Seed, b.Protocol, b.Routing, b.Replicas = 8008, Rev2026, RoundRobin, halfDeployReplicas
+	b.Deploy, b.DrainWindow = true, halfDeployDrain
+	b.NewTool, b.NewToolShare = true, halfDeployShare
+	ref := b
+	ref.Routing = Fleet
+	return Mission{
+		Number: 8, Name: "The half-finished deploy",
+		Goal: fmt.Sprintf("with a rolling deploy that adds a tool (new tool on, called by at least %.0f%% of calls) on at least %d replicas, finished within the traffic: no call fails with unknown tool, and no failed call",
+			100*halfDeployShare, halfDeployReplicas),
+		Efficient: fmt.Sprintf("at most %d replicas, drain window at most %g s", halfDeployReplicas, halfDeployDrain),
+		Broken:    b, Reference: ref,
+		goal: func(r *Result) bool {
+			s := &r.Scenario
+			finished := s.DeployAt+float64(s.Replicas)*(s.DrainWindow+s.RebootSeconds) <= s.TrafficSeconds
+			return s.Deploy && s.NewTool && s.NewToolShare >= halfDeployShare && s.Replicas >= halfDeployReplicas && finished &&
+				r.UnknownTool == 0 && r.Failed == 0
+		},
+		efficient: func(s *Scenario) bool { return s.Replicas <= halfDeployReplicas && s.DrainWindow <= halfDeployDrain },
+	}
+}
+
 // The overloaded replica's mission: three gateways in front of three
 // replicas of four slots.
 const (
@@ -245,12 +285,12 @@ const (
 // the gateways keeps every call answered.
 func overloadedReplica() Mission {
 	b := Default()
-	b.Seed, b.Protocol, b.Routing, b.Replicas, b.Slots = 8008, Rev2026, Fleet, 3, 4
+	b.Seed, b.Protocol, b.Routing, b.Replicas, b.Slots = 9009, Rev2026, Fleet, 3, 4
 	b.HotClient, b.Gateways = true, overloadGateways
 	ref := b
 	ref.MaxInflight, ref.LimitStore, ref.QueueTimeout = 4, SharedLimits, 30
 	return Mission{
-		Number: 8, Name: "The overloaded replica",
+		Number: 9, Name: "The overloaded replica",
 		Goal: fmt.Sprintf("with at least %d gateways: no call waits in a replica's queue (no replica is sent more calls than its slots), no failed call, p95 under %g s",
 			overloadGateways, overloadP95),
 		Efficient: "at most 3 replicas",

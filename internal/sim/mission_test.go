@@ -36,13 +36,13 @@ func TestMissionsAreCalibrated(t *testing.T) {
 }
 
 func TestMissionByNumber(t *testing.T) {
-	for n := 1; n <= 8; n++ {
+	for n := 1; n <= 9; n++ {
 		m, err := MissionByNumber(n)
 		if err != nil || m.Number != n {
 			t.Errorf("MissionByNumber(%d) = %d, %v", n, m.Number, err)
 		}
 	}
-	for _, n := range []int{0, 9} {
+	for _, n := range []int{0, 10} {
 		if _, err := MissionByNumber(n); err == nil {
 			t.Errorf("MissionByNumber(%d) did not fail", n)
 		}
@@ -101,11 +101,11 @@ func TestRunawayAgentMission(t *testing.T) {
 	}
 }
 
-// Mission 8's cap must be held fleet-wide: the same max_inflight held by
+// Mission 9's cap must be held fleet-wide: the same max_inflight held by
 // each gateway on its own lets three times it through, and without a
 // queue the calls past the places fail.
 func TestOverloadNeedsAFleetWideCapAndAQueue(t *testing.T) {
-	m, _ := MissionByNumber(8)
+	m, _ := MissionByNumber(9)
 	local := m.Reference
 	local.LimitStore = LocalLimits
 	noQueue := m.Reference

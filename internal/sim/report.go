@@ -36,6 +36,13 @@ func (s *Scenario) Describe() string {
 	if s.Runaway {
 		parts = append(parts, fmt.Sprintf("runaway agent +%g/s", s.RunawayRate))
 	}
+	if s.NewTool {
+		t := fmt.Sprintf("new tool %g%% of calls", round(100*s.NewToolShare, 100))
+		if s.Routing == Fleet && s.ToolsRefresh == 0 {
+			t += " (tool watcher off)"
+		}
+		parts = append(parts, t)
+	}
 	if s.Gateways > 1 {
 		parts = append(parts, fmt.Sprintf("%d gateways", s.Gateways))
 	}
@@ -107,6 +114,7 @@ var rows = []row{
 	{"429s to other clients", itoa(func(r *Result) int { return r.RefusedOthers })},
 	{"waits for a place", itoa(func(r *Result) int { return r.CapacityWaits })},
 	{"503s (replicas full)", itoa(func(r *Result) int { return r.CapacityRefused })},
+	{"unknown tool (failed)", itoa(func(r *Result) int { return r.UnknownTool })},
 	{"longest replica queue", itoa(func(r *Result) int {
 		n := 0
 		for _, rep := range r.Replicas {

@@ -57,6 +57,9 @@ type Result struct {
 	// CapacityRefused counts 503s for want of a place: no queue, or
 	// queue_timeout passed.
 	CapacityRefused int `json:"capacity_refused"`
+	// UnknownTool counts calls of the new tool that reached a replica
+	// without it, answered "unknown tool"; each is also a failed call.
+	UnknownTool int `json:"unknown_tool"`
 	// RunawayClient is the runaway agent's client, -1 without the injection.
 	RunawayClient int `json:"runaway_client"`
 	// RunawayAdmitted counts the runaway agent's calls that the limits let

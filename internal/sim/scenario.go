@@ -58,7 +58,7 @@ const (
 )
 
 // Scenario is every parameter of the model. Times are in seconds. The
-// workload fields (Seed to RunawayRate) decide the traffic; the fleet fields
+// workload fields (Seed to NewToolShare) decide the traffic; the fleet fields
 // (Protocol onwards) decide what the fleet does with it and never change
 // the traffic drawn. Default returns the model's defaults; a zero Scenario
 // is not valid.
@@ -108,6 +108,14 @@ type Scenario struct {
 	Runaway bool `json:"runaway"`
 	// RunawayRate is the runaway agent's extra calls per second.
 	RunawayRate float64 `json:"runaway_rate"`
+	// NewTool injects a tool that the rolling deploy adds: each replica
+	// serves it once it is back from its reboot with the new version, and
+	// once clients know of it NewToolShare of their calls call it. Without
+	// Deploy no replica ever serves it and no call does.
+	NewTool bool `json:"new_tool"`
+	// NewToolShare is the share of calls that call the new tool once
+	// clients know of it; each call draws from a stream of its own.
+	NewToolShare float64 `json:"new_tool_share"`
 
 	// Protocol is Local2025, Shared2025 or Rev2026.
 	Protocol string `json:"protocol"`
@@ -166,6 +174,13 @@ type Scenario struct {
 	// QueueTimeout is how long a call that finds every replica at its cap
 	// waits at its gateway for a place before the 503; zero means none.
 	QueueTimeout float64 `json:"queue_timeout_s"`
+	// ToolsRefresh is the gateway's tools.refresh under mcpfleet routing:
+	// every gateway lists every replica's tools this often, and a replica
+	// as soon as its health brings it back; a tools/call goes only among
+	// the replicas known to declare its tool (tools.Declares). Zero turns
+	// the tool watcher, and so tool-aware routing, off; otherwise 1 to
+	// 86400, as the gateway's.
+	ToolsRefresh float64 `json:"tools_refresh_s"`
 }
 
 // Default returns the model's defaults (docs/SIM.md): 24 clients, 3 calls
@@ -191,6 +206,7 @@ func Default() Scenario {
 		ProgressMax:    90,
 		HotFactor:      10,
 		RunawayRate:    20,
+		NewToolShare:   0.3,
 		Protocol:       Local2025,
 		Routing:        Affinity,
 		Replicas:       3,
@@ -205,6 +221,7 @@ func Default() Scenario {
 		HashMinLoad:    balance.DefaultMinLoad,
 		Gateways:       1,
 		LimitStore:     LocalLimits,
+		ToolsRefresh:   30,
 	}
 }
 
@@ -282,6 +299,7 @@ func (s *Scenario) validateRanges() error {
 		{"progress_max_s", s.ProgressMax, s.ProgressMin, 1e6},
 		{"hot_factor", s.HotFactor, 0, 100_000},
 		{"runaway_rate", s.RunawayRate, 0, 100_000},
+		{"new_tool_share", s.NewToolShare, 0, 1},
 		{"idle_timeout_s", s.IdleTimeout, 0, 1e6},
 		{"keep_alive_s", s.KeepAlive, 0, 1e6},
 		{"deploy_at_s", s.DeployAt, 0, 1e8},
@@ -297,8 +315,14 @@ func (s *Scenario) validateRanges() error {
 			return fmt.Errorf("scenario: %s %g out of range [%g, %g]", f.name, f.v, f.lo, f.hi)
 		}
 	}
+	if r := s.ToolsRefresh; math.IsNaN(r) || r != 0 && (r < 1 || r > maxToolsRefresh) {
+		return fmt.Errorf("scenario: tools_refresh_s %g: want 0 (off) or 1 to %d, as the gateway's tools.refresh", r, maxToolsRefresh)
+	}
 	return nil
 }
+
+// maxToolsRefresh is the gateway's longest tools.refresh (24 h), in seconds.
+const maxToolsRefresh = 86400
 
 // hotShare is the hot client's extra rate as a share of the total rate.
 func (s *Scenario) hotShare() float64 {

@@ -31,7 +31,7 @@ func mustJSON(t *testing.T, v any) []byte {
 func TestSimOutputMatchesSchema(t *testing.T) {
 	busy := Default()
 	busy.Protocol, busy.Routing, busy.Gateways = Shared2025, Fleet, 3
-	busy.SlowTools, busy.Deploy, busy.HotClient, busy.Runaway = true, true, true, true
+	busy.SlowTools, busy.Deploy, busy.HotClient, busy.Runaway, busy.NewTool = true, true, true, true, true
 	busy.LimitRate, busy.LimitBurst, busy.LimitConcurrency = 2, 5, 12
 	busy.TrafficSeconds = 120
 	one := Default()

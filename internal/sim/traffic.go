@@ -16,6 +16,12 @@ const (
 	streamFleet   = 0x666c_6565_7473_6574 // "fleetset"
 	streamRunaway = 0x7275_6e61_7761_7921 // "runaway!"
 	streamGateway = 0x6761_7465_7761_7973 // "gateways"
+	// The new tool's draws: one number per call, from a stream for each
+	// origin of calls, so that neither the hot client nor the runaway agent
+	// shifts which of the other calls call it.
+	streamNewTool        = 0x6e65_7774_6f6f_6c30 // "newtool0"
+	streamNewToolHot     = 0x6e65_7774_6f6f_6c68 // "newtoolh"
+	streamNewToolRunaway = 0x6e65_7774_6f6f_6c72 // "newtoolr"
 )
 
 // Call is one logical tool call of the drawn traffic. Times are offsets on
@@ -38,6 +44,10 @@ type Call struct {
 	Hot bool
 	// Runaway reports a call of the runaway agent's extra rate.
 	Runaway bool
+	// NewTool reports a call of the new tool (the new-tool injection),
+	// once clients know of it: a call sent before then calls a tool every
+	// replica serves.
+	NewTool bool
 }
 
 // Mutates reports whether the call mutates state.
@@ -46,8 +56,9 @@ func (c *Call) Mutates() bool { return c.MutateAt >= 0 }
 // Traffic draws the calls of s in the order they are sent. It depends only
 // on the workload fields of s: every call draws the same numbers from the
 // traffic stream whatever the injections, so turning slow tools on changes
-// only the slow calls' durations, and the hot client's and the runaway
-// agent's extra calls come from streams of their own.
+// only the slow calls' durations, the hot client's and the runaway
+// agent's extra calls come from streams of their own, and so does which
+// calls call the new tool.
 func Traffic(s *Scenario) []Call {
 	end := seconds(s.TrafficSeconds)
 	calls := make([]Call, 0, int(s.TotalRate()*s.TrafficSeconds*1.05)+16)
@@ -62,17 +73,35 @@ func Traffic(s *Scenario) []Call {
 		c.Client = rng.IntN(s.Clients)
 		calls = append(calls, c)
 	}
+	markNewTool(s, calls, streamNewTool)
 	extra := false
 	if s.HotClient && s.HotFactor > 0 {
+		n := len(calls)
 		calls, extra = appendHot(s, calls, end), true
+		markNewTool(s, calls[n:], streamNewToolHot)
 	}
 	if s.Runaway && s.RunawayRate > 0 {
+		n := len(calls)
 		calls, extra = appendRunaway(s, calls, end), true
+		markNewTool(s, calls[n:], streamNewToolRunaway)
 	}
 	if extra {
 		slices.SortStableFunc(calls, func(a, b Call) int { return cmp.Compare(a.At, b.At) })
 	}
 	return calls
+}
+
+// markNewTool marks the calls of the new tool with the injection on: each
+// call draws one number from stream, in order, and calls it when that is
+// under NewToolShare.
+func markNewTool(s *Scenario, calls []Call, stream uint64) {
+	if !s.NewTool || s.NewToolShare <= 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(s.Seed, stream))
+	for i := range calls {
+		calls[i].NewTool = rng.Float64() < s.NewToolShare
+	}
 }
 
 // RunawayClient returns the runaway agent's client, or -1 without the

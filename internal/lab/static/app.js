@@ -24,6 +24,7 @@
     ["refused_others", "429s to other clients", "int"],
     ["capacity_waits", "Waits for a replica's place", "int"],
     ["capacity_refused", "503s (replicas full)", "int"],
+    ["unknown_tool", "Unknown tool (failed)", "int"],
     ["runaway_admitted_rate", "Runaway agent admitted", "rate"],
     ["utilization", "Utilization", "pct"],
     ["replica_seconds", "Replica-seconds (cost)", "int1"],
@@ -31,11 +32,12 @@
   ];
   const FIELDS = ["protocol", "routing", "replicas", "idle_timeout_s", "keep_alive_s", "drain_s",
     "gateways", "limit_store", "limit_rate", "limit_burst", "limit_concurrency", "runaway_rate",
-    "max_inflight", "queue_timeout_s"];
-  const NUMBERS = ["idle_timeout_s", "keep_alive_s", "drain_s", "limit_rate", "runaway_rate", "queue_timeout_s"];
+    "max_inflight", "queue_timeout_s", "new_tool_share", "tools_refresh_s"];
+  const NUMBERS = ["idle_timeout_s", "keep_alive_s", "drain_s", "limit_rate", "runaway_rate", "queue_timeout_s",
+    "new_tool_share", "tools_refresh_s"];
   const INTEGERS = ["limit_burst", "limit_concurrency", "max_inflight"];
   const SLIDERS = ["replicas", "gateways"];
-  const TOGGLES = ["slow_tools", "deploy", "hot_client", "runaway"];
+  const TOGGLES = ["slow_tools", "deploy", "hot_client", "runaway", "new_tool"];
   const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2",
     "#be185d", "#4d7c0f", "#7c3aed", "#b45309", "#0f766e", "#6b7280"];
   const MARKS = [
@@ -181,7 +183,7 @@
     window.mcpfleetReal.header(state.real);
   }
 
-  const BAD = ["failed", "duplicate_mutations", "executions_killed", "idle_cuts", "not_found", "refused_others"];
+  const BAD = ["failed", "duplicate_mutations", "executions_killed", "idle_cuts", "not_found", "refused_others", "unknown_tool"];
 
   function fmtReplicas(list) {
     if (!list.length) return "—";
@@ -257,6 +259,7 @@
     }
     if (r.executions_killed > 0) sentence(out, `The rolling deploy killed ${r.executions_killed} executions still running when the ${s.drain_s} s drain window ended; a longer window lets them finish.`);
     else if (s.deploy) sentence(out, `The rolling deploy killed nothing: every call finished inside the ${s.drain_s} s drain window.`);
+    storyOfNewTool(r, out);
     if (r.duplicate_mutations > 0) sentence(out, `${r.duplicate_mutations} calls mutated state twice because a re-issued call ran again` + (s.idempotency ? "." : "; idempotent tools, or keeping streams from being cut, prevent that."));
     storyOfLimits(r, out);
     if (r.failed > 0) sentence(out, `${r.failed} calls were given up after ${s.max_reissues} re-issues.`);
@@ -264,6 +267,23 @@
     if (worst && worst.longest_queue > 0) sentence(out, `The longest queue was ${worst.longest_queue} calls, at ${worst.name}; waiting counts in latency.`);
     sentence(out, `The fleet cost ${Math.round(r.replica_seconds)} replica-seconds at ${(r.utilization * 100).toFixed(1)}% utilization.`);
     $("story").replaceChildren(...out);
+  }
+
+  // storyOfNewTool tells what became of the calls of the tool the deploy adds.
+  function storyOfNewTool(r, out) {
+    const s = r.scenario;
+    if (!s.new_tool) return;
+    if (!s.deploy) { sentence(out, "The new tool comes with the rolling deploy: without it no replica serves the tool, and no call asks for it."); return; }
+    const watched = s.routing === "mcpfleet" && s.tools_refresh_s > 0;
+    if (r.unknown_tool > 0) {
+      let text = `${r.unknown_tool} calls of the new tool reached a replica the deploy had not upgraded yet and failed with unknown tool.`;
+      if (s.routing === "mcpfleet" && s.protocol === "2025-11-25-local") text += " Their sessions are pinned to the replica that minted them, whatever its tools.";
+      else if (s.routing === "mcpfleet" && !watched) text += " The gateway's tool watcher is off (tools refresh 0), so it routes without looking at the replicas' tools.";
+      else text += " Tool-aware routing (mcpfleet) sends a call only among the replicas that declare its tool.";
+      sentence(out, text);
+    } else {
+      sentence(out, watched ? "Every call of the new tool reached a replica that serves it: the gateway routed each among the replicas that declare it." : "No call of the new tool reached a replica without it.");
+    }
   }
 
   // storyOfLimits tells what the gateways' limits did, and to the runaway agent.
