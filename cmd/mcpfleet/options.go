@@ -16,6 +16,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/streams"
 	"github.com/mcpfleet/mcpfleet/internal/tools"
+	"github.com/mcpfleet/mcpfleet/internal/tools/listing"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -225,7 +226,7 @@ func toolOptions(c *config.Config) (*gateway.ToolOptions, error) {
 		return nil, err
 	}
 	o.List = func(ctx context.Context, url string) ([]tools.Definition, string, error) {
-		return tools.List(ctx, url, tools.ListOptions{Authorization: auth})
+		return listing.List(ctx, url, listing.ListOptions{Authorization: auth})
 	}
 	return o, nil
 }

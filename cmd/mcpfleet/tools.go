@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/tools"
+	"github.com/mcpfleet/mcpfleet/internal/tools/listing"
 )
 
 const toolsUsage = `usage: mcpfleet tools <subcommand> [flags]
@@ -79,7 +80,7 @@ func runToolsLock(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return usageError{err}
 	}
-	defs, era, err := tools.List(ctx, *upstream, tools.ListOptions{
+	defs, era, err := listing.List(ctx, *upstream, listing.ListOptions{
 		Client: &http.Client{
 			Timeout: *timeout,
 			// A redirected POST turns into a GET, and the credential does

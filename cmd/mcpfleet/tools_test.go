@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 	"github.com/mcpfleet/mcpfleet/internal/tools"
+	"github.com/mcpfleet/mcpfleet/internal/tools/listing"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,7 +39,7 @@ func newToolsTestserver(t *testing.T, opts *testserver.Options) *testserver.Serv
 // listedSet lists url afresh.
 func listedSet(t *testing.T, url string) *tools.Set {
 	t.Helper()
-	defs, _, err := tools.List(t.Context(), url, tools.ListOptions{})
+	defs, _, err := listing.List(t.Context(), url, listing.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

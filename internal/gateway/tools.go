@@ -30,7 +30,7 @@ import (
 
 // ToolOptions turn the watcher on.
 type ToolOptions struct {
-	// List lists one replica's tools at its MCP endpoint (tools.List with
+	// List lists one replica's tools at its MCP endpoint (listing.List with
 	// the probe's credential); it is required.
 	List func(ctx context.Context, url string) ([]tools.Definition, string, error)
 	// Refresh is how often every replica is listed again; 0 means 30 s.

@@ -13,13 +13,14 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/tools"
+	"github.com/mcpfleet/mcpfleet/internal/tools/listing"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // listTools is the watcher's listing, on the real lister.
 func listTools(ctx context.Context, url string) ([]tools.Definition, string, error) {
-	return tools.List(ctx, url, tools.ListOptions{})
+	return listing.List(ctx, url, listing.ListOptions{})
 }
 
 // waitFor polls cond every 20 ms for up to 10 s.

@@ -4,8 +4,8 @@
 // set of them, and the lock of accepted definitions a replica is held to
 // (OWASP MCP Top 10, MCP03: tool poisoning, a definition that changes after
 // it was approved). It is pure: no I/O, no clock; the gateway's watcher
-// lists the replicas (list.go) and the simulator drives the same routing
-// decision (Declares).
+// lists the replicas with package listing, and the simulator drives the
+// same routing decision (Declares).
 package tools
 
 import (

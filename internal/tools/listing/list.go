@@ -1,4 +1,8 @@
-package tools
+// Package listing lists a replica's tools over the network: tools/list,
+// every page, in the replica's own era. It is the I/O half of package tools,
+// kept apart so that the decisions there (and the simulator that drives
+// them) depend on no network code.
+package listing
 
 import (
 	"bytes"
@@ -7,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/internal/tools"
 	"io"
 	"mime"
 	"net/http"
@@ -74,7 +79,7 @@ type ListOptions struct {
 // 2025-11-25, or an earlier one the server chose. Answers are read as JSON
 // or as an event stream, each at most 16 MiB, and a replica may declare at
 // most 10,000 tools. No error holds the Authorization value.
-func List(ctx context.Context, url string, o ListOptions) ([]Definition, string, error) {
+func List(ctx context.Context, url string, o ListOptions) ([]tools.Definition, string, error) {
 	defs, era, err := list(ctx, url, o)
 	if err != nil {
 		return nil, "", redact(err, o.Authorization)
@@ -82,7 +87,7 @@ func List(ctx context.Context, url string, o ListOptions) ([]Definition, string,
 	return defs, era, nil
 }
 
-func list(ctx context.Context, rawURL string, o ListOptions) ([]Definition, string, error) {
+func list(ctx context.Context, rawURL string, o ListOptions) ([]tools.Definition, string, error) {
 	u, err := url.Parse(rawURL)
 	switch {
 	case err != nil:
@@ -171,8 +176,8 @@ func (e *statusError) Error() string {
 // pages lists every page of tools/list in version, in session (or none):
 // each request is stateless in 2026-07-28. A refusal of the era on the
 // first page is an *eraRefused.
-func (l *lister) pages(ctx context.Context, version, session string) ([]Definition, error) {
-	var defs []Definition
+func (l *lister) pages(ctx context.Context, version, session string) ([]tools.Definition, error) {
+	var defs []tools.Definition
 	cursor := ""
 	seen := map[string]bool{}
 	for page := 1; ; page++ {
@@ -210,7 +215,7 @@ func (l *lister) pages(ctx context.Context, version, session string) ([]Definiti
 			return nil, fmt.Errorf("tools/list page %d: more than %d tools", page, maxTools)
 		}
 		for i, t := range *res.Tools {
-			var d Definition
+			var d tools.Definition
 			if err := json.Unmarshal(t, &d); err != nil {
 				return nil, fmt.Errorf("tools/list page %d: tools[%d]: %w", page, i, err)
 			}
@@ -254,7 +259,7 @@ func refusesEra(err error) bool {
 // session lists in the 2025-11-25 era: initialize, notifications/initialized,
 // every page of tools/list in the session, then DELETE of it, best effort.
 // It returns the version the server settled on.
-func (l *lister) session(ctx context.Context) ([]Definition, string, error) {
+func (l *lister) session(ctx context.Context) ([]tools.Definition, string, error) {
 	raw, hdr, err := l.call(ctx, "initialize", map[string]any{
 		"protocolVersion": version2025,
 		"clientInfo":      map[string]any{"name": "mcpfleet-tools", "version": "1"},

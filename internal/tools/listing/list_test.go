@@ -1,10 +1,11 @@
-package tools
+package listing
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpfleet/mcpfleet/internal/tools"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -83,7 +84,7 @@ func newTestserver(t *testing.T, opts *testserver.Options) *testserver.Server {
 
 // sdkListing lists the endpoint with the official Go SDK's client: what
 // the server declares, read by another implementation.
-func sdkListing(t *testing.T, url string) []Definition {
+func sdkListing(t *testing.T, url string) []tools.Definition {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, nil)
 	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
@@ -91,7 +92,7 @@ func sdkListing(t *testing.T, url string) []Definition {
 		t.Fatalf("SDK client connecting to %s: %v", url, err)
 	}
 	defer cs.Close()
-	var defs []Definition
+	var defs []tools.Definition
 	for tool, err := range cs.Tools(t.Context(), nil) {
 		if err != nil {
 			t.Fatalf("SDK client listing %s: %v", url, err)
@@ -100,7 +101,7 @@ func sdkListing(t *testing.T, url string) []Definition {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var d Definition
+		var d tools.Definition
 		if err := json.Unmarshal(b, &d); err != nil {
 			t.Fatal(err)
 		}
@@ -109,9 +110,9 @@ func sdkListing(t *testing.T, url string) []Definition {
 	return defs
 }
 
-func mustSet(t *testing.T, defs []Definition) *Set {
+func mustSet(t *testing.T, defs []tools.Definition) *tools.Set {
 	t.Helper()
-	s, err := NewSet(defs)
+	s, err := tools.NewSet(defs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestListTestserver(t *testing.T) {
 			if len(defs) < 8 || got.Len() != want.Len() {
 				t.Errorf("List found %d tools, the SDK client %d; want the same, at least 8", len(defs), want.Len())
 			}
-			if ch := Compare(want, got); len(ch) != 0 {
+			if ch := tools.Compare(want, got); len(ch) != 0 {
 				t.Errorf("List's definitions differ from the SDK client's: %v", ch)
 			}
 			echo, ok := got.Get("echo")
@@ -303,7 +304,7 @@ func TestListPages(t *testing.T) {
 			}
 			for i, d := range defs {
 				wantSchema := fmt.Sprintf(`{"properties":{"arg%d":{"maximum":%d,"type":"integer"}},"type":"object"}`, i, i)
-				c, err := canonicalJSON(d.InputSchema)
+				c, err := canonicalSchema(d.InputSchema)
 				if d.Name != fmt.Sprintf("tool-%03d", i) || d.Description != fmt.Sprintf("Tool number %d.", i) || err != nil || string(c) != wantSchema {
 					t.Fatalf("tool %d is %s %q %s, want tool-%03d with its description and %s", i, d.Name, d.Description, d.InputSchema, i, wantSchema)
 				}
@@ -517,4 +518,13 @@ func TestListRefusedByJSONRPC(t *testing.T) {
 			t.Errorf("refused with %s: %d tools in era %q, error %v; want the tools in 2025-11-25", refusal, len(defs), era, err)
 		}
 	}
+}
+
+// canonicalSchema re-encodes a schema with sorted keys and no space.
+func canonicalSchema(raw json.RawMessage) ([]byte, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
 }
