@@ -19,7 +19,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway `address`")
-	adminAddr := fs.String("admin", "127.0.0.1:0", "admin listener `address`: the fleet page, /api/fleet, /metrics (default a free loopback port)")
+	adminAddr := fs.String("admin", "127.0.0.1:0", "admin listener `address`: the fleet page, /api/fleet, /metrics; port 0 picks a free one")
 	replicas := fs.Int("replicas", 3, "test server replicas to start (1 to 12)")
 	dur := fs.Duration("for", 0, "stop after this long (default: until Ctrl-C)")
 	verbose := fs.Bool("v", false, "log every request")

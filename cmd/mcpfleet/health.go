@@ -2,22 +2,31 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
 
-const healthUsage = `usage: mcpfleet health [--timeout D] [URL]
+const healthUsage = `usage: mcpfleet health [--timeout D] [--ca-file F | --insecure] [URL]
 
 Asks URL (default http://127.0.0.1:8080/healthz) once with GET and exits 0
 if it answers 200, 1 with the reason on stderr otherwise. It is the
 container image's HEALTHCHECK, which has no shell and no curl (docs/IMAGE.md).
 Redirects are not followed and no proxy is used.
+
+An https URL is verified against the system's roots, or against the CA
+bundle of --ca-file alone, for the URL's host: https://127.0.0.1:8080/healthz
+needs a certificate that names 127.0.0.1. --insecure verifies nothing (a
+self-signed certificate, or one for a DNS name, checked from inside its own
+container). Both are for https URLs only.
 
 flags:
 `
@@ -35,6 +44,8 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.PrintDefaults()
 	}
 	timeout := fs.Duration("timeout", 2*time.Second, "how long the whole check may take")
+	caFile := fs.String("ca-file", "", "PEM CA bundle `file`: the only roots an https URL's certificate is verified against")
+	insecure := fs.Bool("insecure", false, "do not verify an https URL's certificate at all")
 	// One optional argument, the URL: flags may come before it.
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -55,7 +66,11 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *timeout <= 0 {
 		return usageError{fmt.Errorf("--timeout must be positive, not %v", *timeout)}
 	}
-	status, err := getHealth(ctx, target, *timeout)
+	tlsConf, err := healthTLS(target, *caFile, *insecure)
+	if err != nil {
+		return usageError{err}
+	}
+	status, err := getHealth(ctx, target, *timeout, tlsConf)
 	if err != nil {
 		return err
 	}
@@ -79,10 +94,43 @@ func checkHealthURL(raw string) error {
 	return nil
 }
 
-// getHealth sends one GET to target and returns the status line of a 200
-// answer; any other answer, or none within timeout, is an error that says
-// why in one line.
-func getHealth(ctx context.Context, target string, timeout time.Duration) (string, error) {
+// healthTLS is the TLS of a check of target: nil (the system's roots) with
+// neither caFile nor insecure, else the roots of caFile alone or no
+// verification. Either with an http URL, both together, or a caFile that
+// does not read or holds no certificate is an error naming what is wrong.
+// The server name checked is the URL's host, as net/http sets it.
+func healthTLS(target, caFile string, insecure bool) (*tls.Config, error) {
+	if caFile == "" && !insecure {
+		return nil, nil
+	}
+	if caFile != "" && insecure {
+		return nil, errors.New("--ca-file and --insecure: give one, not both")
+	}
+	if u, _ := url.Parse(target); u.Scheme != "https" {
+		name := "--insecure"
+		if caFile != "" {
+			name = "--ca-file"
+		}
+		return nil, fmt.Errorf("%s is for an https URL, not %q", name, target)
+	}
+	if insecure {
+		return &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}, nil
+	}
+	b, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", caFile)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}, nil
+}
+
+// getHealth sends one GET to target, over tlsConf when it is not nil, and
+// returns the status line of a 200 answer; any other answer, or none
+// within timeout, is an error that says why in one line.
+func getHealth(ctx context.Context, target string, timeout time.Duration, tlsConf *tls.Config) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
@@ -92,7 +140,7 @@ func getHealth(ctx context.Context, target string, timeout time.Duration) (strin
 	client := &http.Client{
 		// A proxy from the environment must not answer for the process
 		// checked, and a redirect is not a 200 from it.
-		Transport:     &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		Transport:     &http.Transport{Proxy: nil, DisableKeepAlives: true, TLSClientConfig: tlsConf},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	resp, err := client.Do(req)

@@ -56,7 +56,7 @@ func TestUsageErrors(t *testing.T) {
 		{"load too long", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--speed", "1", "--traffic", "3600"}, 2, "over the limit"},
 		{"load fixed without mission", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--fixed"}, 2, "--fixed"},
 		{"load calibrate without fleet", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--calibrate", "all"}, 2, "--calibrate"},
-		{"load calibrate bad mission", []string{"load", "--fleet", "3", "--calibrate", "9"}, 2, "--calibrate"},
+		{"load calibrate bad mission", []string{"load", "--fleet", "3", "--calibrate", "10"}, 2, "--calibrate"},
 		{"load bad pids", []string{"load", "--url", "http://127.0.0.1:1/mcp", "--pids", "api=x"}, 2, "--pids"},
 		{"serve token without admin", []string{"serve", "--upstream", "http://127.0.0.1:1/mcp", "--admin-token-file", shortToken}, 2, "admin_token_file: has no effect without admin"},
 		{"serve short admin token", []string{"serve", "--upstream", "http://127.0.0.1:1/mcp", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--admin-token-file", shortToken}, 2, "shorter than 16"},

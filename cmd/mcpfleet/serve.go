@@ -25,28 +25,35 @@ import (
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// Flags left out keep the file's keys; the help prints the defaults of
+	// config.Default, each once: the duration flags carry them as their
+	// own defaults (applied only when given), the string flags' defaults
+	// are "" (not given) and their text names the default.
+	def := config.Default()
 	path := fs.String("config", "", "YAML configuration `file` (docs/CONFIG.md); flags override its keys")
-	listen := fs.String("listen", "", "MCP listener `address` (default 127.0.0.1:8080)")
+	listen := fs.String("listen", "", fmt.Sprintf("MCP listener `address` (default %s)", def.Listen))
 	admin := fs.String("admin", "", "admin listener `address` for /metrics, the fleet page and API, and /debug/pprof/ (default off)")
 	adminToken := fs.String("admin-token-file", "", "`file` holding the bearer token the admin listener's /api/ routes require (default none)")
 	var ups listFlag
 	fs.Var(&ups, "upstream", "replica MCP endpoint `URL` (repeatable); replaces the config's upstreams")
-	bal := fs.String("balance", "", "hash, least-inflight or round-robin (default hash)")
+	bal := fs.String("balance", "", fmt.Sprintf("hash, least-inflight or round-robin (default %s)", def.Balance))
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of proxies trusted to name the client (needs --trusted-proxy-header)")
 	proxyHeader := fs.String("trusted-proxy-header", "", "`header` trusted proxies name the client in, e.g. X-Forwarded-For")
-	keep := fs.Duration("keepalive", -1, "SSE keep-alive interval; 0 turns it off (default 15s)")
-	level := fs.String("log-level", "", "debug, info, warn or error (default info)")
-	health := fs.Duration("health-check-interval", -1, "interval of active /health checks; 0 turns them off (default 2s)")
-	drain := fs.Duration("drain-delay", -1, "after SIGTERM, how long to keep serving with /readyz draining (default 0, at most 5m)")
-	grace := fs.Duration("grace", -1, "after the drain delay, how long requests and streams in flight may finish (default 15s)")
+	keep := fs.Duration("keepalive", time.Duration(def.KeepAlive), "SSE keep-alive interval; 0 turns it off")
+	level := fs.String("log-level", "", fmt.Sprintf("debug, info, warn or error (default %s)", def.LogLevel))
+	health := fs.Duration("health-check-interval", time.Duration(def.HealthCheck.Interval), "interval of active /health checks; 0 turns them off")
+	drain := fs.Duration("drain-delay", time.Duration(def.DrainDelay), "after SIGTERM, how long to keep serving with /readyz draining, at most 5m; 0 stops accepting at once")
+	grace := fs.Duration("grace", time.Duration(def.Grace), "after the drain delay, how long requests and streams in flight may finish")
 	secret := fs.String("secret-file", "", "session keys and routing salt `file` (mode 0600; 'mcpfleet secret' makes one)")
-	server := fs.String("server", "", "MCP listener's HTTP stack: h1 (plaintext HTTP/1.1) or std (net/http: HTTP/1.1, and HTTP/2 with TLS) (default h1)")
-	certFile := fs.String("tls-cert-file", "", "PEM certificate chain `file` for TLS on the MCP listener (needs --tls-key-file and --server std)")
+	server := fs.String("server", "", "MCP listener's HTTP stack: h1 (plaintext HTTP/1.1) or std (net/http: HTTP/1.1, and HTTP/2 with TLS) (default std with TLS, else h1)")
+	certFile := fs.String("tls-cert-file", "", "PEM certificate chain `file` for TLS on the MCP listener (needs --tls-key-file; refused with server h1)")
 	keyFile := fs.String("tls-key-file", "", "PEM private key `file` of --tls-cert-file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg := config.Default()
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	cfg := def
 	if *path != "" {
 		var err error
 		if cfg, err = config.Read(*path); err != nil {
@@ -71,16 +78,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *proxies != "" {
 		cfg.TrustedProxies = strings.Split(*proxies, ",")
 	}
-	if *keep >= 0 {
+	if given["keepalive"] {
 		cfg.KeepAlive = config.Duration(*keep)
 	}
-	if *health >= 0 {
+	if given["health-check-interval"] {
 		cfg.HealthCheck.Interval = config.Duration(*health)
 	}
-	if *drain >= 0 {
+	if given["drain-delay"] {
 		cfg.DrainDelay = config.Duration(*drain)
 	}
-	if *grace >= 0 {
+	if given["grace"] {
 		cfg.Grace = config.Duration(*grace)
 	}
 	if len(ups) > 0 {

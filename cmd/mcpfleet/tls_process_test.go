@@ -512,7 +512,7 @@ func TestTLSUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"h1 with tls", []string{"--tls-cert-file", cert, "--tls-key-file", key}, "server: h1 serves plaintext only; tls.cert_file and tls.key_file need server: std"},
+		{"h1 with tls", []string{"--server", "h1", "--tls-cert-file", cert, "--tls-key-file", key}, "server: h1 serves plaintext only; tls.cert_file and tls.key_file need server: std"},
 		{"unknown server", []string{"--server", "h3"}, `server: must be h1 or std, got "h3"`},
 		{"cert without key", []string{"--server", "std", "--tls-cert-file", cert}, "tls.key_file: required with tls.cert_file"},
 		{"missing cert", []string{"--server", "std", "--tls-cert-file", filepath.Join(dir, "none.pem"), "--tls-key-file", key}, "tls.cert_file: reading certificate"},

@@ -135,7 +135,8 @@ type Config struct {
 	// PassthroughPaths go to a replica as they are, besides the OAuth
 	// discovery documents, which always do.
 	PassthroughPaths []string `yaml:"passthrough_paths"`
-	// Server is the MCP listener's HTTP stack and TLS (tls.go).
+	// Server is the MCP listener's HTTP stack and TLS (tls.go): "" (not
+	// set) until Validate resolves it to ServerStd with TLS, else ServerH1.
 	Server string `yaml:"server"`
 	// TLS terminates TLS on the MCP listener (tls.go).
 	TLS TLS `yaml:"tls"`
@@ -296,7 +297,6 @@ func Default() Config {
 		Grace:             Duration(15 * time.Second),
 		ReadyzChecksStore: true,
 		LogLevel:          "info",
-		Server:            "h1",
 		Discovery:         Discovery{Scheme: "http", Path: "/mcp", SSEPath: upstream.DefaultSSEPath, Interval: Duration(10 * time.Second)},
 		HealthCheck: HealthCheck{Interval: Duration(upstream.DefaultCheckInterval), Timeout: Duration(upstream.DefaultCheckTimeout),
 			Fall: upstream.DefaultFall, Rise: upstream.DefaultRise, Path: upstream.DefaultCheckPath, Mode: upstream.CheckHTTP},
@@ -341,7 +341,10 @@ func Parse(b []byte) (Config, error) {
 	return c, nil
 }
 
-// Validate checks every key and names the first bad one in its error.
+// Validate checks every key and names the first bad one in its error. It
+// also resolves server when it is not set: std with tls.cert_file or
+// tls.key_file, h1 without (tls.go), so that every reader after it sees h1
+// or std.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, a ...any) {

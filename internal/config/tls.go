@@ -38,10 +38,18 @@ const (
 	ServerStd = "std"
 )
 
-// validateServer checks the server and tls keys. Whether the files can be
-// read and make a pair is checked by LoadCertificate when the listener
-// starts, and on every reload.
+// validateServer resolves an unset server and checks the server and tls
+// keys. Whether the files can be read and make a pair is checked by
+// LoadCertificate when the listener starts, and on every reload.
 func (c *Config) validateServer(bad func(string, string, ...any)) {
+	if c.Server == "" {
+		// Not set in the file or by a flag: TLS needs std, and h1 is the
+		// faster of the two in plaintext.
+		c.Server = ServerH1
+		if c.TLS.Enabled() {
+			c.Server = ServerStd
+		}
+	}
 	switch c.Server {
 	case ServerH1, ServerStd:
 	default:
@@ -49,8 +57,9 @@ func (c *Config) validateServer(bad func(string, string, ...any)) {
 	}
 	checkPair(bad, "tls", c.TLS.CertPair)
 	checkPair(bad, "tls.admin", c.TLS.Admin)
-	// h1 has no TLS. Refusing the combination, rather than letting TLS
-	// switch the stack, keeps one meaning for each value of server.
+	// h1 has no TLS. Refusing h1 when it was asked for, rather than
+	// letting TLS switch the stack, keeps one meaning for each value of
+	// server.
 	if c.TLS.Enabled() && c.Server == ServerH1 {
 		bad("server", "h1 serves plaintext only; tls.cert_file and tls.key_file need server: std")
 	}

@@ -26,8 +26,10 @@ func TestServerAndTLSKeys(t *testing.T) {
 		{"std plaintext", "server: std\n", ""},
 		{"std with tls", "server: std\ntls: {cert_file: c.pem, key_file: k.pem}\n", ""},
 		{"unknown server", "server: h2\n", `server: must be h1 or std, got "h2"`},
-		{"h1 with tls", "tls: {cert_file: c.pem, key_file: k.pem}\n", "server: h1 serves plaintext only; tls.cert_file and tls.key_file need server: std"},
-		{"h1 with half a pair", "tls: {key_file: k.pem}\n", "server: h1 serves plaintext only"},
+		{"tls without server", "tls: {cert_file: c.pem, key_file: k.pem}\n", ""},
+		{"h1 with tls", "server: h1\ntls: {cert_file: c.pem, key_file: k.pem}\n", "server: h1 serves plaintext only; tls.cert_file and tls.key_file need server: std"},
+		{"h1 with half a pair", "server: h1\ntls: {key_file: k.pem}\n", "server: h1 serves plaintext only"},
+		{"half a pair without server", "tls: {key_file: k.pem}\n", "tls.cert_file: required with tls.key_file"},
 		{"cert without key", "server: std\ntls: {cert_file: c.pem}\n", "tls.key_file: required with tls.cert_file"},
 		{"key without cert", "server: std\ntls: {key_file: k.pem}\n", "tls.cert_file: required with tls.key_file"},
 		{"admin tls", "admin: 127.0.0.1:9090\ntls: {admin: {cert_file: a.pem, key_file: ak.pem}}\n", ""},
@@ -46,6 +48,42 @@ func TestServerAndTLSKeys(t *testing.T) {
 				t.Errorf("error %v, want one mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestServerResolved: server not set means std with TLS and h1 without,
+// from the file or from the flags that fill a read file in before
+// Validate; a server that is set stays as it is.
+func TestServerResolved(t *testing.T) {
+	const ups = "upstreams: [{url: 'http://127.0.0.1:9001/mcp'}]\n"
+	tests := []struct {
+		name, yaml string
+		want       string
+	}{
+		{"no tls", "", ServerH1},
+		{"tls", "tls: {cert_file: c.pem, key_file: k.pem}\n", ServerStd},
+		{"admin tls only", "admin: 127.0.0.1:9090\ntls: {admin: {cert_file: a.pem, key_file: ak.pem}}\n", ServerH1},
+		{"std without tls", "server: std\n", ServerStd},
+		{"std with tls", "server: std\ntls: {cert_file: c.pem, key_file: k.pem}\n", ServerStd},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(ups + tt.yaml))
+			if err != nil || c.Server != tt.want {
+				t.Errorf("Parse: server %q, %v; want %q", c.Server, err, tt.want)
+			}
+		})
+	}
+	// serve's order: the defaults, then flags, then Validate.
+	c := Default()
+	c.Upstreams = []Upstream{{URL: "http://127.0.0.1:9001/mcp"}}
+	c.TLS.CertFile, c.TLS.KeyFile = "c.pem", "k.pem"
+	if err := c.Validate(); err != nil || c.Server != ServerStd {
+		t.Errorf("Default with tls set: server %q, %v; want std", c.Server, err)
+	}
+	c.Server = ServerH1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "server: h1 serves plaintext only") {
+		t.Errorf("explicit h1 with tls: %v, want the h1 refusal", err)
 	}
 }
 
