@@ -19,7 +19,7 @@ step() { printf '\n== %s\n' "$*"; }
 # step that failed, and the exit status is non-zero if any did.
 failed=()
 run() {
-	local name=$1 status
+	local name=$1 status start=$SECONDS
 	shift
 	step "$name"
 	set +e
@@ -28,7 +28,9 @@ run() {
 	set -e
 	if ((status)); then
 		failed+=("$name")
-		printf '== FAILED (exit %d): %s\n' "$status" "$name"
+		printf '== FAILED (exit %d) after %ds: %s\n' "$status" $((SECONDS - start)) "$name"
+	else
+		printf '== %ds: %s\n' $((SECONDS - start)) "$name"
 	fi
 }
 
