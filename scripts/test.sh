@@ -131,7 +131,7 @@ fuzz_one() {
 	# A bounded minimisation: without it a new input can keep the fuzzer
 	# minimising for the whole run instead of fuzzing.
 	set +e
-	out=$(go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-5s}" -fuzzminimizetime 500x "$pkg" 2>&1)
+	out=$(go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-4s}" -fuzzminimizetime 500x "$pkg" 2>&1)
 	status=$?
 	set -e
 	echo "$out"
@@ -160,7 +160,7 @@ fuzz_all() {
 		return 1
 	fi
 }
-run "fuzz (${FUZZTIME:-5s} per target)" fuzz_all
+run "fuzz (${FUZZTIME:-4s} per target)" fuzz_all
 
 run "benchmarks (once each)" go test -run '^$' -bench . -benchtime 1x ./...
 

@@ -93,6 +93,7 @@ func TestMaxInflightAcrossGatewayProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes and a redis-server")
 	}
+	t.Parallel() // its callers mostly wait on 0.5 s calls: it overlaps with the others that wait
 	const place = 0.5 // seconds a call holds its place
 	t.Run("redis", func(t *testing.T) {
 		gauges, ups := cappedReplicas(t)
@@ -118,7 +119,7 @@ func TestMaxInflightAcrossGatewayProcesses(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		gauges, ups := cappedReplicas(t)
 		gws, _ := startGateways(t, 3, ups+"queue_timeout: 1s\n")
-		run := loopCallers(t, gws, gauges, 4*time.Second)
+		run := loopCallers(t, gws, gauges, 3*time.Second)
 		t.Logf("a store per gateway: %d answered, %d refused; peaks at the replicas %v", run.ok, run.refused, run.peaks)
 		most := 0
 		for i, p := range run.peaks {

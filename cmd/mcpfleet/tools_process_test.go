@@ -163,6 +163,7 @@ func TestToolsThroughARollingDeploy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel() // it waits on restarts and listings: it overlaps with the others that wait
 	var reps []*replicaProc
 	var addrs []string
 	var ups strings.Builder
@@ -257,6 +258,7 @@ func TestToolLockQuarantinesAChangedReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel() // it waits on restarts and listings: it overlaps with the others that wait
 	var reps []*replicaProc
 	var ups strings.Builder
 	ups.WriteString("upstreams:\n")
