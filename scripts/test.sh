@@ -87,7 +87,17 @@ run "staticcheck" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # The load runs measure rolling restarts and CPU shares on wall-clock time:
 # they run on their own below, not beside the other packages on two cores.
-run "go test -race" go test -race -count=1 -timeout 15m $(go list ./... | grep -v -e /internal/load)
+run "go test -race" go test -race -count=1 -timeout 15m $(go list ./... | grep -v -e /internal/load -e /internal/sim$)
+
+# A simulator run is one goroutine by construction (its determinism tests
+# hold a run to the same bytes every time), and the race detector would
+# only make it four times slower; what runs runs in parallel (sweep.go) is
+# raced on its own.
+sim_tests() {
+	go test -count=1 ./internal/sim
+	go test -race -count=1 -run '^TestParallel' ./internal/sim
+}
+run "go test: the simulator (its parallel runner with -race)" sim_tests
 
 MCPFLEET_TEST_SERVER=std run "go test -race: the gateway behind net/http's server (server: std)" go test -race -count=1 ./internal/gateway
 
