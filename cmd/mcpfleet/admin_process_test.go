@@ -93,13 +93,7 @@ func (f *adminFleet) fleetView(t *testing.T, u string) admin.Fleet {
 // holding token.
 func whoamiAs(t *testing.T, gw, token string) string {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "whoami", "Authorization": "Bearer " + token} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := post2026(gw, "tools/call", "whoami", `"name":"whoami","arguments":{}`, 1, map[string]string{"Authorization": "Bearer " + token})
 	if err != nil {
 		t.Fatal(err)
 	}

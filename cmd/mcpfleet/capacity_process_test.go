@@ -93,7 +93,9 @@ func TestMaxInflightAcrossGatewayProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes and a redis-server")
 	}
-	t.Parallel() // its callers mostly wait on 0.5 s calls: it overlaps with the others that wait
+	// Its callers mostly wait on 0.5 s calls: it overlaps with the other
+	// tests that wait.
+	t.Parallel()
 	const place = 0.5 // seconds a call holds its place
 	t.Run("redis", func(t *testing.T) {
 		gauges, ups := cappedReplicas(t)

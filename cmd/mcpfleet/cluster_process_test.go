@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,22 +19,7 @@ import (
 // metricSum sums a counter's samples on a gateway's /metrics (admin addr).
 func metricSum(t *testing.T, admin, name string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var sum float64
-	for _, l := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(l, name) || (len(l) > len(name) && l[len(name)] != ' ' && l[len(name)] != '{') {
-			continue
-		}
-		f := strings.Fields(l)
-		v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-		sum += v
-	}
-	return sum
+	return metricWith(t, admin, name, "")
 }
 
 // TestGatewaysOnARedisClusterThroughAFailover: three gateway processes on a
@@ -162,14 +146,8 @@ func TestGatewaysOnARedisClusterThroughAFailover(t *testing.T) {
 // Idempotency-Key, as token.
 func postKeyed(t *testing.T, gw, token, key string) callAnswer {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mutate","arguments":{"key":"k"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "mutate",
-		"Authorization": "Bearer " + token, "Idempotency-Key": key} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := post2026(gw, "tools/call", "mutate", `"name":"mutate","arguments":{"key":"k"}`, 7,
+		map[string]string{"Authorization": "Bearer " + token, "Idempotency-Key": key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -567,13 +567,7 @@ func listTools(t *testing.T, gw, token string) callAnswer {
 
 // tryList is listTools returning its error.
 func tryList(gw, token string) (callAnswer, error) {
-	body := `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list", "Authorization": "Bearer " + token} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := post2026(gw, "tools/list", "", "", 3, map[string]string{"Authorization": "Bearer " + token})
 	if err != nil {
 		return callAnswer{}, err
 	}
@@ -594,7 +588,8 @@ func readyz(gw string) int {
 }
 
 // metricWith sums a metric's samples whose labels contain label (such as
-// `outcome="hit"`) on a gateway's /metrics (admin addr).
+// `outcome="hit"`; "" for every sample, with labels or without) on a
+// gateway's /metrics (admin addr).
 func metricWith(t *testing.T, admin, name, label string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + admin + "/metrics")
@@ -605,15 +600,20 @@ func metricWith(t *testing.T, admin, name, label string) float64 {
 	b, _ := io.ReadAll(resp.Body)
 	var sum float64
 	for _, l := range strings.Split(string(b), "\n") {
-		labels, ok := strings.CutPrefix(l, name+"{")
-		if !ok {
+		rest, ok := strings.CutPrefix(l, name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
 			continue
 		}
-		end := strings.LastIndex(labels, "}")
-		if end < 0 || !strings.Contains(labels[:end], label) {
+		if rest[0] == '{' {
+			end := strings.LastIndex(rest, "}")
+			if end < 0 || !strings.Contains(rest[:end], label) {
+				continue
+			}
+			rest = rest[end+1:]
+		} else if label != "" {
 			continue
 		}
-		f := strings.Fields(labels[end+1:])
+		f := strings.Fields(rest)
 		if len(f) == 0 {
 			continue
 		}

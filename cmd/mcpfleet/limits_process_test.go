@@ -107,13 +107,8 @@ func postCall(t *testing.T, gw, token string, seconds float64) callAnswer {
 
 // tryCall is postCall for a call whose gateway may die under it.
 func tryCall(gw, token string, seconds float64) (callAnswer, error) {
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"seconds":%g},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, seconds)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sleep", "Authorization": "Bearer " + token} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := post2026(gw, "tools/call", "sleep", fmt.Sprintf(`"name":"sleep","arguments":{"seconds":%g}`, seconds), 1,
+		map[string]string{"Authorization": "Bearer " + token})
 	if err != nil {
 		return callAnswer{}, err
 	}

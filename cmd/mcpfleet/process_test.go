@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"io"
 	"net/http"
@@ -239,4 +240,26 @@ func whoami(t *testing.T, gw string) string {
 		}
 	}
 	return string(b)
+}
+
+// post2026 posts one 2026-07-28 request of method to gw's MCP endpoint:
+// params is the JSON members of its params besides _meta ("" for none),
+// tool its Mcp-Name ("" for none), and hdr more headers.
+func post2026(gw, method, tool, params string, id int, hdr map[string]string) (*http.Response, error) {
+	if params != "" {
+		params += ","
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, method, params)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if tool != "" {
+		req.Header.Set("Mcp-Name", tool)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return http.DefaultClient.Do(req)
 }

@@ -47,13 +47,7 @@ func (r *replicaProc) restart(t *testing.T, flags ...string) {
 // whether its answer was a result, an "unknown tool" error, or another
 // failure (described).
 func callToolThrough(front, tool string) (ok, unknown bool, why string) {
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, tool)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+front+"/mcp", strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := post2026(front, "tools/call", tool, fmt.Sprintf(`"name":%q,"arguments":{}`, tool), 1, nil)
 	if err != nil {
 		return false, false, err.Error()
 	}
@@ -380,13 +374,7 @@ func TestToolLockQuarantinesAChangedReplica(t *testing.T) {
 // listThrough posts a 2026-07-28 tools/list through gw and returns the body.
 func listThrough(t *testing.T, gw string) string {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := post2026(gw, "tools/list", "", "", 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
