@@ -289,17 +289,7 @@ func TestGatewaysOnSentinelThroughAFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Redis Sentinel and processes")
 	}
-	s := redistest.StartSentinel(t)
-	gws, admins := sentinelGateways(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	old, err := s.Primary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := startRunaway(t, gws)
-	defer r.stop()
-	r.waitRefused(t, time.Now(), "after the runaway started")
+	s, gws, admins, ctx, old, r := sentinelRunaway(t)
 
 	open0 := metricTotal(t, admins, "mcpfleet_limits_fail_open_total")
 	var killedServer bool
@@ -350,17 +340,7 @@ func TestGatewaysThroughASentinelFailoverOnRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Redis Sentinel and processes")
 	}
-	s := redistest.StartSentinel(t)
-	gws, admins := sentinelGateways(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	old, err := s.Primary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := startRunaway(t, gws)
-	defer r.stop()
-	r.waitRefused(t, time.Now(), "after the runaway started")
+	s, gws, admins, ctx, old, r := sentinelRunaway(t)
 
 	open0, asked := metricTotal(t, admins, "mcpfleet_limits_fail_open_total"), time.Now()
 	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Sentinels[0].Addr, DialTimeout: 500 * time.Millisecond})
@@ -412,6 +392,25 @@ func TestGatewaysThroughASentinelFailoverOnRequest(t *testing.T) {
 // sentinelGateways starts three gateways sharing limits (rate 5/s, burst
 // 5, on_store_error: open) in the primary s's sentinels watch, each with
 // an admin listener.
+// sentinelRunaway starts Sentinel, three gateways on it and the runaway,
+// and waits for the runaway's first refusal; it returns the primary the
+// sentinels name, and a context that ends with the test (60 s at most).
+func sentinelRunaway(t *testing.T) (*redistest.Sentinel, []string, []string, context.Context, string, *runaway) {
+	t.Helper()
+	s := redistest.StartSentinel(t)
+	gws, admins := sentinelGateways(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	old, err := s.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startRunaway(t, gws)
+	t.Cleanup(r.stop)
+	r.waitRefused(t, time.Now(), "after the runaway started")
+	return s, gws, admins, ctx, old, r
+}
+
 func sentinelGateways(t *testing.T, s *redistest.Sentinel) (gws, admins []string) {
 	t.Helper()
 	_, ups := limitsFleet(t)
