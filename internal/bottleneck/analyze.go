@@ -25,9 +25,13 @@ type Report struct {
 	// Interval is the wall time between the snapshots, in seconds.
 	Interval float64 `json:"interval_s"`
 	// MachineBusy is the share of the machine's CPU time spent on work.
-	MachineBusy float64   `json:"machine_busy"`
-	Processes   []Process `json:"processes"`
-	Verdict     Verdict   `json:"verdict"`
+	MachineBusy float64 `json:"machine_busy"`
+	// MachineSteal is the share of the machine's CPU time its hypervisor
+	// gave to other guests (inside MachineBusy): time no process here ran
+	// although it could. 0 where unknown (under a cgroup quota).
+	MachineSteal float64   `json:"machine_steal"`
+	Processes    []Process `json:"processes"`
+	Verdict      Verdict   `json:"verdict"`
 }
 
 // Process is the CPU one Name used, all its processes summed.
@@ -77,11 +81,12 @@ func Analyze(first, last Snapshot, cores int) Report {
 		return r
 	}
 	r.MachineBusy = round3(busyShare(first.Machine, last.Machine))
+	r.MachineSteal = round3(min(stealShare(first.Machine, last.Machine), r.MachineBusy))
 	us := usages(first, last, wall, cores)
 	for _, u := range us {
 		r.Processes = append(r.Processes, u.Process)
 	}
-	r.Verdict = verdict(us, r.MachineBusy, cores)
+	r.Verdict = verdict(us, r.MachineBusy, r.MachineSteal, cores)
 	return r
 }
 
@@ -107,6 +112,16 @@ func busyShare(first, last Machine) float64 {
 		return 0
 	}
 	return min(max(float64(last.Busy-first.Busy)/float64(total), 0), 1)
+}
+
+// stealShare is the share of the machine's CPU time stolen by its
+// hypervisor.
+func stealShare(first, last Machine) float64 {
+	total := last.Total - first.Total
+	if total <= 0 {
+		return 0
+	}
+	return min(max(float64(last.Steal-first.Steal)/float64(total), 0), 1)
 }
 
 type procKey struct {
@@ -170,9 +185,13 @@ func used(p Proc, before map[procKey]Proc, firstUptime time.Duration) time.Durat
 const eps = 1e-9
 
 // verdict applies the rules: a saturated machine first, then the most
-// pinned process, else neither.
-func verdict(us []usage, busy float64, cores int) Verdict {
+// pinned process, else neither. Steal shrinks every core alike: of a core
+// a process gets at most 1-steal, so pinned is PinnedAt of that.
+func verdict(us []usage, busy, steal float64, cores int) Verdict {
 	machine := fmt.Sprintf("%d%% of %s", pct(busy), plural(float64(cores), "core"))
+	if pct(steal) > 0 {
+		machine += fmt.Sprintf(", %d%% of it taken by the hypervisor", pct(steal))
+	}
 	if busy >= SaturatedAt-eps {
 		text := "the machine is out of CPU (" + machine + "): more replicas on this machine will not help"
 		if len(us) > 0 {
@@ -180,7 +199,7 @@ func verdict(us []usage, busy float64, cores int) Verdict {
 		}
 		return Verdict{Saturated: true, Text: text}
 	}
-	if p, ok := mostPinned(us); ok {
+	if p, ok := mostPinned(us, steal); ok {
 		of := "a core"
 		if p.limit != 1 {
 			of = "its " + plural(p.limit, "core")
@@ -200,13 +219,14 @@ func verdict(us []usage, busy float64, cores int) Verdict {
 	return Verdict{Text: text}
 }
 
-// mostPinned returns the process at PinnedAt of its cores or more with the
-// highest share of them, the first by name of equals.
-func mostPinned(us []usage) (usage, bool) {
+// mostPinned returns the process at PinnedAt of what its cores give it
+// (their share the hypervisor left, 1-steal) or more with the highest share
+// of them, the first by name of equals.
+func mostPinned(us []usage, steal float64) (usage, bool) {
 	var best usage
 	found := false
 	for _, u := range us {
-		if u.CPUCores < PinnedAt*u.limit-eps {
+		if u.CPUCores < PinnedAt*u.limit*(1-steal)-eps {
 			continue
 		}
 		if !found || u.CPUCores/u.limit > best.CPUCores/best.limit ||

@@ -128,13 +128,16 @@ func ticksOf(n uint64) time.Duration { return time.Duration(n) * tick }
 type Machine struct {
 	Busy  time.Duration // spent on work: user, system, interrupts, steal
 	Total time.Duration // there was: Busy, idle and I/O wait
+	// Steal is the part of Busy the hypervisor gave to other guests while
+	// this machine had work for the CPU: no process of it ran meanwhile.
+	Steal time.Duration
 }
 
 // ParseCPU parses the aggregate "cpu" line, the first line of /proc/stat:
 // user nice system idle iowait irq softirq steal guest guest_nice, in clock
 // ticks (proc(5); kernels before 2.6 give fewer, at least four). Guest and
 // guest_nice are already counted in user and nice, so they are not added
-// again. Busy is the total less idle and iowait.
+// again. Busy is the total less idle and iowait; Steal is the eighth.
 func ParseCPU(data []byte) (Machine, error) {
 	line, _, _ := bytes.Cut(data, []byte("\n"))
 	rest, ok := bytes.CutPrefix(line, []byte("cpu  "))
@@ -145,7 +148,7 @@ func ParseCPU(data []byte) (Machine, error) {
 	if len(fields) < 4 || len(fields) > 10 {
 		return Machine{}, malformed("/proc/stat", "%d fields on the cpu line, want 4 to 10", len(fields))
 	}
-	var total, idle uint64
+	var total, idle, steal uint64
 	for i, f := range fields {
 		v, err := parseUint(f)
 		if err != nil {
@@ -158,14 +161,17 @@ func ParseCPU(data []byte) (Machine, error) {
 			return Machine{}, malformed("/proc/stat", "the cpu line overflows")
 		}
 		total += v
-		if i == 3 || i == 4 { // idle, iowait
+		switch i {
+		case 3, 4: // idle, iowait
 			idle += v
+		case 7:
+			steal = v
 		}
 	}
 	if total > math.MaxInt64/uint64(tick) {
 		return Machine{}, malformed("/proc/stat", "the cpu line overflows")
 	}
-	return Machine{Busy: ticksOf(total - idle), Total: ticksOf(total)}, nil
+	return Machine{Busy: ticksOf(total - idle), Total: ticksOf(total), Steal: ticksOf(steal)}, nil
 }
 
 // parseUptime parses /proc/uptime: the seconds since boot and the idle

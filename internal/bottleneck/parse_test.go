@@ -92,7 +92,7 @@ func TestParseCPUReadsTheAggregateLine(t *testing.T) {
 		want Machine
 	}{
 		{"ten fields, guest not counted twice", "cpu  100 20 30 400 50 6 7 8 90 10\ncpu0 1 2 3 4 5 6 7 8 9 10\n",
-			Machine{Busy: 171 * tick, Total: 621 * tick}},
+			Machine{Busy: 171 * tick, Total: 621 * tick, Steal: 8 * tick}},
 		{"four fields", "cpu  1 2 3 4", Machine{Busy: 6 * tick, Total: 10 * tick}},
 		{"all idle", "cpu  0 0 0 5 5 0 0 0\n", Machine{Total: 10 * tick}},
 	}

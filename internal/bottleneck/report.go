@@ -59,7 +59,11 @@ func (r Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "machine: %.1f%% busy of %s over %.3g s\nverdict: %s\n",
-		r.MachineBusy*100, plural(float64(r.Cores), "core"), r.Interval, r.Verdict.Text)
+	steal := ""
+	if r.MachineSteal > 0 {
+		steal = fmt.Sprintf(" (%.1f%% stolen by the hypervisor)", r.MachineSteal*100)
+	}
+	_, err := fmt.Fprintf(w, "machine: %.1f%% busy%s of %s over %.3g s\nverdict: %s\n",
+		r.MachineBusy*100, steal, plural(float64(r.Cores), "core"), r.Interval, r.Verdict.Text)
 	return err
 }

@@ -72,6 +72,41 @@ func TestVerdictPinnedAdviceByRole(t *testing.T) {
 	}
 }
 
+// TestVerdictCountsSteal: a single-core replica at 82% of its core while
+// the hypervisor took 15% of the machine ran 97% of what its core gave it,
+// pinned; at 70% it was not, and without steal 82% is not pinned either.
+func TestVerdictCountsSteal(t *testing.T) {
+	withSteal := func(busy, steal float64, loads ...load) Report {
+		t.Helper()
+		first := Snapshot{At: t0, Uptime: 100 * time.Second, Machine: Machine{Busy: time.Hour, Total: 3 * time.Hour, Steal: time.Minute}}
+		last := first
+		last.At, last.Uptime = t0.Add(time.Second), 101*time.Second
+		last.Machine = Machine{Busy: time.Hour + time.Duration(busy*float64(2*time.Second)), Total: 3*time.Hour + 2*time.Second,
+			Steal: time.Minute + time.Duration(steal*float64(2*time.Second))}
+		for i, l := range loads {
+			p := Proc{Target: Target{Name: l.name, Role: l.role, PID: 100 + i, Cores: l.limit}, Start: time.Second, CPU: time.Minute, Base: time.Minute}
+			first.Procs = append(first.Procs, p)
+			p.CPU += time.Duration(l.cpu * float64(time.Second))
+			last.Procs = append(last.Procs, p)
+		}
+		return Analyze(first, last, 2)
+	}
+	r := withSteal(0.65, 0.15, load{"replica-1", RoleReplica, 1, 0.82}, load{"gateway", RoleGateway, 0, 0.06})
+	if r.MachineSteal != 0.15 {
+		t.Errorf("machine_steal %v, want 0.15", r.MachineSteal)
+	}
+	want := "replica-1 (replica) is pinned at 82% of a core while the machine has CPU to spare (65% of 2 cores, 15% of it taken by the hypervisor): more replicas would help"
+	if v := r.Verdict; v.Pinned != "replica-1" || !v.MoreReplicasHelp || v.Text != want {
+		t.Errorf("verdict %+v, want the text %q", v, want)
+	}
+	if v := withSteal(0.65, 0.15, load{"replica-1", RoleReplica, 1, 0.70}).Verdict; v.Pinned != "" {
+		t.Errorf("a replica at 70%% of a core with 15%% stolen: verdict %+v, want nothing pinned", v)
+	}
+	if v := withSteal(0.5, 0, load{"replica-1", RoleReplica, 1, 0.82}).Verdict; v.Pinned != "" || strings.Contains(v.Text, "hypervisor") {
+		t.Errorf("a replica at 82%% of a core and no steal: verdict %+v, want nothing pinned and no word of a hypervisor", v)
+	}
+}
+
 func TestVerdictNothingPinned(t *testing.T) {
 	r := measure(t, 0.5, load{"replica-1", RoleReplica, 1, 0.45}, load{"gateway", RoleGateway, 2, 0.5})
 	v := r.Verdict
@@ -132,7 +167,7 @@ func TestReportOrderAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"cores":2,"interval_s":1,"machine_busy":0.4,"processes":[` +
+	want := `{"cores":2,"interval_s":1,"machine_busy":0.4,"machine_steal":0,"processes":[` +
 		`{"name":"c","role":"store","pid":102,"cpu_cores":0.333,"machine_share":0.167},` +
 		`{"name":"a","role":"replica","pid":101,"cpu_cores":0.2,"machine_share":0.1},` +
 		`{"name":"b","role":"replica","pid":100,"cpu_cores":0.2,"machine_share":0.1}],` +

@@ -63,8 +63,12 @@ func (w *sliceWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); 
 //     replica at 42% of a core), so the ratio is logged, not judged.
 //
 // A CPU-bound single-core replica offered 1.6 cores of work must be pinned
-// wherever it gets its core; when the machine is saturated instead (another
-// process holds a core), the test says so and skips what it cannot judge.
+// wherever it gets its core: at 90% of what the core gives, which on a VM
+// is less by the hypervisor's steal (on a 2-vCPU VM the replica got 82% of
+// its core in runs where the machine showed 18% busy beyond every process
+// watched, and 96-97% in runs without steal). When the machine
+// is saturated instead (another process holds a core), the test says so
+// and skips what it cannot judge.
 func TestBottleneckFinder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts fleets")
@@ -85,6 +89,10 @@ func TestBottleneckFinder(t *testing.T) {
 		checkVerdict(t, c, cores)
 		if c.Verdict.Saturated {
 			t.Skipf("the machine was saturated (%.0f%% busy) with one replica: whether the replica is pinned cannot be judged here; %s", c.MachineBusy*100, report(one))
+		}
+		// Other work on the machine (beside the steal) takes the core.
+		if others := (outsideShare(c) - c.MachineSteal) * float64(c.Cores); c.Verdict.Pinned == "" && others > 0.2 {
+			t.Skipf("work this run does not watch used %.2f cores beside the fleet: too busy to judge whether the replica is pinned; %s", others, report(one))
 		}
 		if c.Verdict.Pinned != "replica-1" || !c.Verdict.MoreReplicasHelp {
 			t.Fatalf("verdict %+v, want replica-1 pinned and more replicas helping: a single-core replica offered 1.6 cores of work and the machine not saturated; %s", c.Verdict, report(one))
@@ -139,7 +147,8 @@ func checkVerdict(t *testing.T, c *CPUReport, cores func(bottleneck.Process) flo
 	}
 	var pinned *bottleneck.Process
 	for i, p := range c.Processes {
-		if p.CPUCores >= bottleneck.PinnedAt*cores(p)-1e-9 && (pinned == nil || p.CPUCores/cores(p) > pinned.CPUCores/cores(*pinned)) {
+		// The hypervisor's steal takes the same share of every core.
+		if p.CPUCores >= bottleneck.PinnedAt*cores(p)*(1-c.MachineSteal)-1e-9 && (pinned == nil || p.CPUCores/cores(p) > pinned.CPUCores/cores(*pinned)) {
 			pinned = &c.Processes[i]
 		}
 	}
@@ -157,7 +166,7 @@ func checkVerdict(t *testing.T, c *CPUReport, cores func(bottleneck.Process) flo
 		}
 	default:
 		if v.Pinned != "" || v.MoreReplicasHelp {
-			t.Fatalf("verdict %+v, but no process of the report is at %.0f%% of its cores", v, bottleneck.PinnedAt*100)
+			t.Fatalf("verdict %+v, but no process of the report is at %.0f%% of what its cores gave it (%.1f%% stolen)", v, bottleneck.PinnedAt*100, c.MachineSteal*100)
 		}
 		if len(c.Processes) == 0 || !strings.Contains(v.Text, c.Processes[0].Name) {
 			t.Fatalf("verdict %q does not name the busiest process of its own samples (%+v)", v.Text, c.Processes)
@@ -199,7 +208,7 @@ func checkAdvice(t *testing.T, one, two *Report) {
 func report(r *Report) string {
 	c := r.Run.CPU
 	var b strings.Builder
-	fmt.Fprintf(&b, "machine %.1f%% busy of %d cores;", c.MachineBusy*100, c.Cores)
+	fmt.Fprintf(&b, "machine %.1f%% busy (%.1f%% stolen) of %d cores;", c.MachineBusy*100, c.MachineSteal*100, c.Cores)
 	for _, p := range c.Processes {
 		fmt.Fprintf(&b, " %s (%s) %.1f%% of a core,", p.Name, p.Role, p.CPUCores*100)
 	}
