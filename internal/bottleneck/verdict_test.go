@@ -24,9 +24,16 @@ type load struct {
 // them.
 func measure(t *testing.T, busy float64, loads ...load) Report {
 	t.Helper()
-	first := Snapshot{At: t0, Uptime: 100 * time.Second, Machine: Machine{Busy: time.Hour, Total: 3 * time.Hour}}
+	return measureSteal(t, busy, 0, loads...)
+}
+
+// measureSteal is measure with steal of the machine's time stolen.
+func measureSteal(t *testing.T, busy, steal float64, loads ...load) Report {
+	t.Helper()
+	share := func(x float64) time.Duration { return time.Duration(x * float64(2*time.Second)) }
+	first := Snapshot{At: t0, Uptime: 100 * time.Second, Machine: Machine{Busy: time.Hour, Total: 3 * time.Hour, Steal: time.Minute}}
 	last := Snapshot{At: t0.Add(time.Second), Uptime: 101 * time.Second,
-		Machine: Machine{Busy: time.Hour + time.Duration(busy*float64(2*time.Second)), Total: 3*time.Hour + 2*time.Second}}
+		Machine: Machine{Busy: time.Hour + share(busy), Total: 3*time.Hour + 2*time.Second, Steal: time.Minute + share(steal)}}
 	for i, l := range loads {
 		p := Proc{Target: Target{Name: l.name, Role: l.role, PID: 100 + i, Cores: l.limit}, Start: time.Second, CPU: time.Minute, Base: time.Minute}
 		first.Procs = append(first.Procs, p)
@@ -76,22 +83,7 @@ func TestVerdictPinnedAdviceByRole(t *testing.T) {
 // the hypervisor took 15% of the machine ran 97% of what its core gave it,
 // pinned; at 70% it was not, and without steal 82% is not pinned either.
 func TestVerdictCountsSteal(t *testing.T) {
-	withSteal := func(busy, steal float64, loads ...load) Report {
-		t.Helper()
-		first := Snapshot{At: t0, Uptime: 100 * time.Second, Machine: Machine{Busy: time.Hour, Total: 3 * time.Hour, Steal: time.Minute}}
-		last := first
-		last.At, last.Uptime = t0.Add(time.Second), 101*time.Second
-		last.Machine = Machine{Busy: time.Hour + time.Duration(busy*float64(2*time.Second)), Total: 3*time.Hour + 2*time.Second,
-			Steal: time.Minute + time.Duration(steal*float64(2*time.Second))}
-		for i, l := range loads {
-			p := Proc{Target: Target{Name: l.name, Role: l.role, PID: 100 + i, Cores: l.limit}, Start: time.Second, CPU: time.Minute, Base: time.Minute}
-			first.Procs = append(first.Procs, p)
-			p.CPU += time.Duration(l.cpu * float64(time.Second))
-			last.Procs = append(last.Procs, p)
-		}
-		return Analyze(first, last, 2)
-	}
-	r := withSteal(0.65, 0.15, load{"replica-1", RoleReplica, 1, 0.82}, load{"gateway", RoleGateway, 0, 0.06})
+	r := measureSteal(t, 0.65, 0.15, load{"replica-1", RoleReplica, 1, 0.82}, load{"gateway", RoleGateway, 0, 0.06})
 	if r.MachineSteal != 0.15 {
 		t.Errorf("machine_steal %v, want 0.15", r.MachineSteal)
 	}
@@ -99,10 +91,10 @@ func TestVerdictCountsSteal(t *testing.T) {
 	if v := r.Verdict; v.Pinned != "replica-1" || !v.MoreReplicasHelp || v.Text != want {
 		t.Errorf("verdict %+v, want the text %q", v, want)
 	}
-	if v := withSteal(0.65, 0.15, load{"replica-1", RoleReplica, 1, 0.70}).Verdict; v.Pinned != "" {
+	if v := measureSteal(t, 0.65, 0.15, load{"replica-1", RoleReplica, 1, 0.70}).Verdict; v.Pinned != "" {
 		t.Errorf("a replica at 70%% of a core with 15%% stolen: verdict %+v, want nothing pinned", v)
 	}
-	if v := withSteal(0.5, 0, load{"replica-1", RoleReplica, 1, 0.82}).Verdict; v.Pinned != "" || strings.Contains(v.Text, "hypervisor") {
+	if v := measureSteal(t, 0.5, 0, load{"replica-1", RoleReplica, 1, 0.82}).Verdict; v.Pinned != "" || strings.Contains(v.Text, "hypervisor") {
 		t.Errorf("a replica at 82%% of a core and no steal: verdict %+v, want nothing pinned and no word of a hypervisor", v)
 	}
 }
