@@ -163,6 +163,12 @@ type Config struct {
 	// Gateways is how many gateway processes run this configuration, for
 	// the pool arithmetic against max_connections; 0 means not said.
 	Gateways int `yaml:"gateways"`
+	// Services are the MCP services served, each its own fleet, chosen by
+	// path or host (services.go); none means one, at Path.
+	Services []ServiceSpec `yaml:"services"`
+	// ServicesReady is all (/readyz ready when every service has an
+	// eligible replica) or any (when one has).
+	ServicesReady string `yaml:"services_ready"`
 }
 
 // Discovery finds replicas as every A/AAAA record of a DNS name, such as a
@@ -313,6 +319,7 @@ func Default() Config {
 		Resume:           defaultResume(),
 		QueueSize:        1024,
 		Tools:            Tools{Refresh: Duration(30 * time.Second)},
+		ServicesReady:    ServicesReadyAll,
 	}
 }
 
@@ -364,7 +371,7 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Discovery.DNSName != "" && len(c.Upstreams) > 0:
 		bad("discovery.dns_name", "use either upstreams or discovery, not both")
-	case c.Discovery.DNSName == "" && len(c.Upstreams) == 0:
+	case c.Discovery.DNSName == "" && len(c.Upstreams) == 0 && len(c.Services) == 0:
 		bad("upstreams", "at least one upstream (or discovery.dns_name) is required")
 	}
 	c.validateDiscovery(bad)
@@ -470,6 +477,15 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log_level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.ServicesReady != ServicesReadyAll && c.ServicesReady != ServicesReadyAny {
+		bad("services_ready", "must be all or any, got %q", c.ServicesReady)
+	}
+	if len(errs) == 0 && len(c.Services) > 0 {
+		// Each service is the top level, as it is now, with its keys over.
+		if _, err := c.ResolveServices(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -57,6 +57,20 @@ type Key struct {
 type Keyring struct {
 	current uint8
 	aeads   [256]cipher.AEAD // by key id; nil for ids not in the ring
+	// scope is authenticated with every token after its header: a token
+	// sealed under one scope opens under no other (Scoped).
+	scope []byte
+}
+
+// Scoped returns a ring of the same keys whose tokens are bound to scope,
+// authenticated as additional data: a token of one scope, such as one
+// service of a gateway, is refused (ErrTampered) by a ring of another or
+// of none, and the ring itself keeps opening its own. The empty scope is
+// the ring itself.
+func (k *Keyring) Scoped(scope string) *Keyring {
+	s := *k
+	s.scope = []byte(scope)
+	return &s
 }
 
 // NewKeyring returns a ring whose first key is the current one. Key ids must
@@ -115,8 +129,17 @@ func (k *Keyring) seal(version byte, c Claims, rnd io.Reader) (string, error) {
 	if _, err := io.ReadFull(rnd, raw[headerLen:]); err != nil {
 		return "", fmt.Errorf("sealing session id: reading nonce: %w", err)
 	}
-	raw = aead.Seal(raw, raw[headerLen:headerLen+nonceLen], plain, raw[:headerLen])
+	raw = aead.Seal(raw, raw[headerLen:headerLen+nonceLen], plain, k.additional(raw[:headerLen]))
 	return base64.RawURLEncoding.EncodeToString(raw), nil
+}
+
+// additional is the data authenticated beside the plaintext: the header,
+// then the scope.
+func (k *Keyring) additional(header []byte) []byte {
+	if len(k.scope) == 0 {
+		return header
+	}
+	return append(append(make([]byte, 0, len(header)+len(k.scope)), header...), k.scope...)
 }
 
 // Open checks and decrypts a sealed session ID. It refuses anything it did
@@ -144,7 +167,7 @@ func (k *Keyring) open(version byte, token string) (Claims, error) {
 		return Claims{}, ErrUnknownKey
 	}
 	plain, err := aead.Open(raw[headerLen+nonceLen:headerLen+nonceLen], raw[headerLen:headerLen+nonceLen],
-		raw[headerLen+nonceLen:], raw[:headerLen])
+		raw[headerLen+nonceLen:], k.additional(raw[:headerLen]))
 	if err != nil {
 		return Claims{}, ErrTampered
 	}

@@ -234,3 +234,45 @@ func TestOpenOneSpellingOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestScopedRingsOpenOnlyTheirOwn: a service's ring opens its own session
+// IDs, event IDs and endpoints, and refuses another service's and the
+// unscoped ring's, and the unscoped ring refuses a scoped one's.
+func TestScopedRingsOpenOnlyTheirOwn(t *testing.T) {
+	base := mustRing(t, testKey(3, 9))
+	github, jira := base.Scoped("github"), base.Scoped("jira")
+	c := Claims{Replica: "replica-a", SessionID: "S1", Issued: time.Unix(1_800_000_000, 0)}
+	tok, err := github.Seal(c, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := github.Open(tok); err != nil || got != c {
+		t.Fatalf("github opens its own: %+v, %v", got, err)
+	}
+	for name, k := range map[string]*Keyring{"jira": jira, "unscoped": base, "githu": base.Scoped("githu")} {
+		if _, err := k.Open(tok); !errors.Is(err, ErrTampered) {
+			t.Errorf("the %s ring opened github's session ID: %v", name, err)
+		}
+	}
+	plain, _ := base.Seal(c, rand.Reader)
+	if _, err := github.Open(plain); !errors.Is(err, ErrTampered) {
+		t.Errorf("a scoped ring opened an unscoped session ID: %v", err)
+	}
+	if _, err := base.Scoped("").Open(plain); err != nil {
+		t.Errorf("the empty scope is not the ring itself: %v", err)
+	}
+	ev, err := github.SealEvent(tok, EventID{Replica: "replica-a", Pos: 4}, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jira.OpenEvent(tok, ev); !errors.Is(err, ErrTampered) {
+		t.Errorf("jira opened github's event ID: %v", err)
+	}
+	if e, err := github.OpenEvent(tok, ev); err != nil || e.Pos != 4 {
+		t.Errorf("github's own event ID: %+v, %v", e, err)
+	}
+	ep, _ := github.SealEndpoint(Endpoint{Replica: "replica-a", Target: "/messages?sessionId=1", Issued: c.Issued}, rand.Reader)
+	if _, err := jira.OpenEndpoint(ep); !errors.Is(err, ErrTampered) {
+		t.Errorf("jira opened github's endpoint: %v", err)
+	}
+}
