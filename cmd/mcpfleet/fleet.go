@@ -33,90 +33,66 @@ func buildFleet(cfg config.Config, log *slog.Logger) (*upstream.Fleet, error) {
 	return upstream.New(specs)
 }
 
-// background runs the fleet's loops: health checks, DNS discovery and
-// reloads on SIGHUP. Stop ends them and waits.
+// background runs loops (a service's health checks and DNS discovery,
+// the process's reloads on SIGHUP) until stop, which waits for them.
 type background struct {
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-func (rg *runningGateway) startBackground(cfg config.Config, configPath string, fleet *upstream.Fleet) error {
+func newBackground() *background {
 	ctx, cancel := context.WithCancel(context.Background())
-	rg.bg = &background{cancel: cancel}
-	if copts := checkOptions(&cfg, rg.gw.Metrics().HealthChanged, rg.log); copts != nil {
-		checker, err := upstream.NewChecker(fleet, copts)
-		if err != nil {
-			cancel()
-			return usageError{err}
-		}
-		rg.bg.wg.Go(func() { _ = checker.Run(ctx) })
-	}
-	dopts := discoverOptions(&cfg, rg.log)
-	if dopts != nil {
-		d, err := upstream.NewDiscoverer(dopts)
-		if err != nil {
-			cancel()
-			return usageError{err}
-		}
-		rg.bg.wg.Go(func() { d.Run(ctx, fleet) })
-	}
-	// SIGHUP re-reads the upstreams (unless DNS owns the fleet) and the
-	// certificates. The handler is in place before this returns: a signal
-	// sent once the gateway serves is never the default one, which exits.
-	if dopts != nil {
-		configPath = ""
-	}
-	if configPath != "" || len(rg.certs) > 0 {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		rg.bg.wg.Go(func() {
-			defer signal.Stop(hup)
-			rg.reloadOnHangup(ctx, hup, configPath, fleet)
-		})
-	}
-	return nil
+	return &background{ctx: ctx, cancel: cancel}
 }
 
-// reloadOnHangup, on each SIGHUP, reads the certificate files again, then,
-// if path is not "", re-reads the config file and swaps in its upstreams.
-// A pair or a file that does not load changes nothing of its own; requests
-// and connections in flight keep their replicas and certificates either way.
-func (rg *runningGateway) reloadOnHangup(ctx context.Context, hup <-chan os.Signal, path string, fleet *upstream.Fleet) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-		}
-		for _, c := range rg.certs {
-			c.reload(rg.log)
-		}
-		if path != "" {
-			rg.reloadUpstreams(path, fleet)
-		}
+// startReloads makes SIGHUP read the certificate files again and, if path
+// is not "", re-read the config file and apply its services' upstreams
+// (services.go, reload). The handler is in place before this returns: a
+// signal sent once the gateway serves is never the default one, which
+// exits.
+func (rg *runningGateway) startReloads(cfg config.Config, path string) {
+	rg.bg = newBackground()
+	if len(cfg.Services) == 0 && cfg.Discovery.DNSName != "" {
+		path = "" // DNS owns the one fleet
 	}
+	if path == "" && len(rg.certs) == 0 {
+		return
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	grace := time.Duration(cfg.Grace)
+	rg.bg.wg.Go(func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-rg.bg.ctx.Done():
+				return
+			case <-hup:
+			}
+			for _, c := range rg.certs {
+				c.reload(rg.log)
+			}
+			if path != "" {
+				rg.reload(path, grace)
+			}
+		}
+	})
 }
 
-// reloadUpstreams re-reads the config file and swaps in its upstreams. A
-// file that does not validate changes nothing.
-func (rg *runningGateway) reloadUpstreams(path string, fleet *upstream.Fleet) {
+// reload re-reads the config file and applies it. A file that does not
+// validate, or a change that needs a restart, changes nothing.
+func (rg *runningGateway) reload(path string, grace time.Duration) {
 	cfg, err := config.Load(path)
-	if err == nil && cfg.Discovery.DNSName != "" {
+	if err == nil && len(cfg.Services) == 0 && cfg.Discovery.DNSName != "" {
 		err = fmt.Errorf("discovery cannot be turned on by a reload; restart instead")
 	}
+	if err == nil {
+		err = rg.svcs.reload(cfg, grace)
+	}
 	if err != nil {
 		rg.log.Error("reload refused: nothing changed", "error", err.Error())
-		return
 	}
-	change, err := fleet.Update(upstreamSpecs(&cfg))
-	if err != nil {
-		rg.log.Error("reload refused: nothing changed", "error", err.Error())
-		return
-	}
-	if err := rg.gw.SetMaxInflight(maxInflight(&cfg)); err != nil {
-		rg.log.Warn("reload: the upstreams' max_inflight is not applied", "error", err.Error())
-	}
-	rg.log.Info("reloaded upstreams", "added", change.Added, "removed", change.Removed)
 }
 
 // stop ends the background loops and waits for them.

@@ -17,9 +17,10 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/config"
-	"github.com/mcpfleet/mcpfleet/internal/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/store"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -112,18 +113,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return gw.drainAndShutdown(time.Duration(cfg.DrainDelay), time.Duration(cfg.Grace))
 }
 
-// runningGateway is a gateway serving on its listeners.
+// runningGateway is a gateway serving on its listeners: one MCP service,
+// or several behind one router.
 type runningGateway struct {
-	addr   net.Addr // the MCP listener's address
-	admin  net.Addr // nil when off
-	gw     *gateway.Gateway
-	stores *stores // closed after the gateway
-	srv    mcpServer
-	adm    *http.Server
-	certs  []*certSlot // the listeners' certificates, reloaded on SIGHUP
-	served chan error
-	log    *slog.Logger
-	bg     *background // health checks, discovery, reloads
+	addr    net.Addr // the MCP listener's address
+	admin   net.Addr // nil when off
+	svcs    *serviceSet
+	srv     mcpServer
+	adm     *http.Server
+	certs   []*certSlot // the listeners' certificates, reloaded on SIGHUP
+	served  chan error
+	log     *slog.Logger
+	bg      *background // SIGHUP reloads
+	reg     *prometheus.Registry
+	cfgPath string
 }
 
 // gcPercent is the garbage collector's target when GOGC is not set. A
@@ -151,24 +154,10 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 	if err != nil {
 		return nil, usageError{err}
 	}
-	fleet, err := buildFleet(cfg, log)
-	if err != nil {
+	rg := &runningGateway{served: make(chan error, 2), log: log, reg: prometheus.NewRegistry(), cfgPath: configPath}
+	if rg.svcs, err = startServices(cfg, rg.reg, log); err != nil {
 		return nil, err
 	}
-	opts, err := gatewayOptions(&cfg)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	st, err := buildStores(cfg, opts, log)
-	if err != nil {
-		return nil, err
-	}
-	gw, err := gateway.New(fleet, log, opts)
-	if err != nil {
-		st.close()
-		return nil, err
-	}
-	rg := &runningGateway{gw: gw, stores: st, served: make(chan error, 2), log: log}
 	for _, c := range []*certSlot{certs, admCerts} {
 		if c != nil {
 			rg.certs = append(rg.certs, c)
@@ -180,8 +169,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 				ln.Close()
 			}
 		}
-		gw.Close()
-		st.close()
+		rg.svcs.close()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -200,22 +188,25 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		}
 		rg.admin = aln.Addr()
 	}
-	if err := rg.startBackground(cfg, configPath, fleet); err != nil {
-		return fail(err, ln, aln)
-	}
-	srv, serve := newMCPServer(cfg, gw, log, certs)
+	rg.startReloads(cfg, configPath)
+	srv, serve := newMCPServer(cfg, rg.svcs.handler(), log, certs)
 	// Legacy GET streams end once the listener is closed, not before: a
 	// client reconnects at once, and must find the port closed (and retry
 	// elsewhere, or later) rather than a gateway that would end its new
 	// stream as soon as it opened.
-	srv.RegisterOnShutdown(gw.EndStandaloneStreams)
+	srv.RegisterOnShutdown(rg.svcs.endStandaloneStreams)
 	rg.srv = srv
 	go func() { rg.served <- serve(ln) }()
 	if aln != nil {
 		rg.serveAdmin(aln, admCerts, adminToken)
 	}
-	log.Info("gateway listening", "addr", rg.addr.String(), "admin", cfg.Admin,
-		"upstreams", len(cfg.Upstreams), "balance", cfg.Balance, "server", cfg.Server, "tls", certs != nil)
+	attrs := []any{"addr", rg.addr.String(), "admin", cfg.Admin, "server", cfg.Server, "tls", certs != nil}
+	if names := rg.svcs.names(); len(names) > 1 || names[0] != "" {
+		attrs = append(attrs, "services", names)
+	} else {
+		attrs = append(attrs, "upstreams", len(cfg.Upstreams), "balance", cfg.Balance)
+	}
+	log.Info("gateway listening", attrs...)
 	return rg, nil
 }
 
@@ -240,11 +231,10 @@ func loadCerts(cfg config.Config, log *slog.Logger) (mcp, admin *certSlot, err e
 // serveAdmin serves /metrics, the fleet page and API (token, when not "",
 // guarding /api/) and Go's profiles on aln, over TLS when certs is not nil.
 func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot, token string) {
-	reg := rg.gw.Metrics().Registry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rg.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", rg.gw.Metrics().Handler())
-	admin.Register(mux, rg.gw, &admin.Options{Token: token, Log: rg.log, Tools: rg.gw.ToolsHandler()})
+	mux.Handle("/metrics", promhttp.HandlerFor(rg.reg, promhttp.HandlerOpts{}))
+	rg.svcs.registerAdmin(mux, &admin.Options{Token: token, Log: rg.log})
 	// Profiles, for the operator who asks where the time goes; the
 	// admin listener is theirs alone (docs/GATEWAY.md).
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -265,7 +255,7 @@ func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot, token st
 // 503 draining at once, so balancers in front stop sending new work, while
 // the listener keeps serving for delay; then shutdown.
 func (rg *runningGateway) drainAndShutdown(delay, grace time.Duration) error {
-	rg.gw.SetDraining()
+	rg.svcs.setDraining()
 	if delay > 0 {
 		rg.log.Info("draining: still serving", "drain_delay", delay.String())
 		time.Sleep(delay)
@@ -276,7 +266,7 @@ func (rg *runningGateway) drainAndShutdown(delay, grace time.Duration) error {
 // shutdown stops: /readyz turns 503 at once, the listeners stop accepting,
 // and requests and streams in flight get grace to finish before they are cut.
 func (rg *runningGateway) shutdown(grace time.Duration) error {
-	rg.gw.SetDraining()
+	rg.svcs.setDraining()
 	rg.log.Info("shutting down", "grace", grace.String())
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
@@ -285,15 +275,14 @@ func (rg *runningGateway) shutdown(grace time.Duration) error {
 		rg.log.Warn("grace over: closing streams still open")
 		// Legacy streams get a last event first (an ID and a retry,
 		// SEP-1699), so that their clients resume them elsewhere.
-		rg.gw.EndStreamsForShutdown()
+		rg.svcs.endStreamsForShutdown()
 		err = rg.srv.Close()
 	}
 	if rg.adm != nil {
 		rg.adm.Close()
 	}
 	rg.bg.stop()
-	rg.gw.Close()
-	rg.stores.close()
+	rg.svcs.close()
 	return err
 }
 

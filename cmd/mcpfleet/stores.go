@@ -49,6 +49,13 @@ type stores struct {
 // buildStores makes the stores cfg names and hands them to o.
 func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stores, error) {
 	s := &stores{}
+	// A service's keys are its own: one service's limits, cache,
+	// idempotency records, tasks, kept streams and replica places never
+	// meet another's, whatever their replicas are called.
+	scope := ""
+	if o.Service != "" {
+		scope = o.Service + ":"
+	}
 	url, key, err := redisURL(&cfg)
 	if err != nil {
 		return nil, usageError{err}
@@ -68,21 +75,21 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		if err != nil {
 			return nil, err
 		}
-		o.Idempotency = idem.NewRedis(c, idemPrefix, nil)
+		o.Idempotency = idem.NewRedis(c, idemPrefix+scope, nil)
 	}
 	if cfg.TaskStore == "redis" {
 		c, err := client()
 		if err != nil {
 			return nil, err
 		}
-		o.Tasks = redistasks.New(c, taskPrefix)
+		o.Tasks = redistasks.New(c, taskPrefix+scope)
 	}
 	if cfg.Resume.Store == "redis" {
 		c, err := client()
 		if err != nil {
 			return nil, err
 		}
-		o.Streams = redisstreams.New(c, streamPrefix, streams.Options{
+		o.Streams = redisstreams.New(c, streamPrefix+scope, streams.Options{
 			TTL: time.Duration(cfg.Resume.Grace), MaxStreamBytes: cfg.Resume.MaxStreamBytes})
 	}
 	switch cfg.Cache.Mode {
@@ -93,7 +100,7 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 		if err != nil {
 			return nil, err
 		}
-		o.Cache = rediscache.New(c, cachePrefix, cfg.Cache.MaxEntryBytes, time.Duration(cfg.Cache.MaxTTL))
+		o.Cache = rediscache.New(c, cachePrefix+scope, cfg.Cache.MaxEntryBytes, time.Duration(cfg.Cache.MaxTTL))
 	}
 	o.CacheRules = cacheRules(&cfg)
 	if lo := limitOptions(&cfg, log); lo != nil {
@@ -103,7 +110,7 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 			if err != nil {
 				return nil, err
 			}
-			ls = redisstore.New(c, limitPrefix)
+			ls = redisstore.New(c, limitPrefix+scope)
 		}
 		s.limiter = limit.NewLimiter(ls, lo)
 		o.Limits = s.limiter
@@ -117,7 +124,7 @@ func buildStores(cfg config.Config, o *gateway.Options, log *slog.Logger) (*stor
 			if err != nil {
 				return nil, err
 			}
-			ps = redisstore.New(c, capacityPrefix)
+			ps = redisstore.New(c, capacityPrefix+scope)
 		}
 		s.places = limit.NewLimiter(ps, &limit.Options{LeaseTTL: time.Duration(cfg.Limits.LeaseTTL),
 			FailClosed: cfg.Limits.OnStoreError == "closed", Log: log})

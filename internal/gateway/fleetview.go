@@ -112,12 +112,15 @@ func (g *Gateway) gatewayView(now time.Time) admin.Gateway {
 // gateway's own metrics, once per view: nothing is counted twice on the
 // forwarding path for the view's sake.
 func (g *Gateway) countersInto(v *admin.Gateway) {
-	fams, err := g.metrics.reg.Gather()
+	fams, err := g.metrics.root.Gather()
 	if err != nil {
 		g.log.Warn("reading metrics for the fleet view", "error", err)
 	}
 	for _, fam := range fams {
 		for _, m := range fam.GetMetric() {
+			if g.opts.Service != "" && label(m, "service") != g.opts.Service {
+				continue // another service's, in the registry they share
+			}
 			n := uint64(m.GetCounter().GetValue())
 			switch fam.GetName() {
 			case "mcpfleet_limit_decisions_total":

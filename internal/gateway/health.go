@@ -30,19 +30,45 @@ func (g *Gateway) serveHealthz(w http.ResponseWriter) {
 // this gateway can take new work; 503 while it drains, while no replica
 // can take new work, or while a store it needs does not answer.
 func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
-	if g.draining.Load() {
-		writeStatus(w, http.StatusServiceUnavailable, `{"status":"draining"}`)
-		return
+	st := g.readiness(r.Context())
+	writeStatus(w, st.code(), st.body(""))
+}
+
+// readiness is what /readyz says of one gateway: ready, draining, or not
+// ready and why.
+type readiness struct {
+	status, reason string
+}
+
+func (g *Gateway) readiness(ctx context.Context) readiness {
+	switch {
+	case g.draining.Load():
+		return readiness{status: "draining"}
+	case !g.anyEligible():
+		return readiness{"not ready", "no replica can take new work"}
+	case g.stores.err(ctx) != nil:
+		return readiness{"not ready", "store does not answer"}
 	}
-	if !g.anyEligible() {
-		writeStatus(w, http.StatusServiceUnavailable, `{"status":"not ready","reason":"no replica can take new work"}`)
-		return
+	return readiness{status: "ready"}
+}
+
+func (s readiness) code() int {
+	if s.status == "ready" {
+		return http.StatusOK
 	}
-	if g.stores.err(r.Context()) != nil {
-		writeStatus(w, http.StatusServiceUnavailable, `{"status":"not ready","reason":"store does not answer"}`)
-		return
+	return http.StatusServiceUnavailable
+}
+
+// body is the JSON answer; service, when not "", prefixes the reason.
+func (s readiness) body(service string) string {
+	if s.reason == "" {
+		return `{"status":"` + s.status + `"}`
 	}
-	writeStatus(w, http.StatusOK, `{"status":"ready"}`)
+	reason := s.reason
+	if service != "" {
+		reason = "service " + service + ": " + reason
+	}
+	return `{"status":"` + s.status + `","reason":"` + reason + `"}`
 }
 
 func (g *Gateway) anyEligible() bool {

@@ -14,7 +14,8 @@ import (
 // method names from a fixed list, era, replica names and outcomes: never a
 // credential, a session ID or anything else a client chooses.
 type Metrics struct {
-	reg           *prometheus.Registry
+	root          *prometheus.Registry // what Handler serves
+	reg           prometheus.Registerer // root, under the service label if any
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
 	streams       prometheus.Gauge
@@ -43,8 +44,17 @@ type Metrics struct {
 }
 
 func newMetrics(g *Gateway) *Metrics {
+	root := g.opts.Registry
+	if root == nil {
+		root = prometheus.NewRegistry()
+	}
+	var reg prometheus.Registerer = root
+	if g.opts.Service != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"service": g.opts.Service}, root)
+	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		root: root,
+		reg:  reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpfleet_requests_total",
 			Help: "Requests by JSON-RPC method, protocol era, replica and outcome.",
@@ -177,12 +187,12 @@ func newMetrics(g *Gateway) *Metrics {
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.root, promhttp.HandlerOpts{})
 }
 
 // Registry returns the registry, so that the process can add its own
 // collectors (Go runtime, process).
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+func (m *Metrics) Registry() *prometheus.Registry { return m.root }
 
 // fleetCollector reports per-replica gauges read from the current snapshot
 // at scrape time, so replicas that leave the fleet leave the metrics too.

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/streams"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options configures a Gateway. The zero value of each field means the
@@ -157,6 +158,13 @@ type Options struct {
 	SSEPath         string
 	SSEMessagesPath string
 	NoSSE           bool
+	// Service names the MCP service this gateway serves among several of
+	// one process (Services): every metric then carries it as the service
+	// label. "" is a process's only service, unlabelled.
+	Service string
+	// Registry is where the metrics go; nil means a registry of the
+	// gateway's own. Several services share one, each under its label.
+	Registry *prometheus.Registry
 }
 
 // DefaultQueueSize bounds the requests that wait for a replica's place
