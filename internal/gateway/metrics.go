@@ -14,7 +14,7 @@ import (
 // method names from a fixed list, era, replica names and outcomes: never a
 // credential, a session ID or anything else a client chooses.
 type Metrics struct {
-	root          *prometheus.Registry // what Handler serves
+	root          *prometheus.Registry  // what Handler serves
 	reg           prometheus.Registerer // root, under the service label if any
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
