@@ -242,7 +242,8 @@ func whoami(t *testing.T, gw string) string {
 	return string(b)
 }
 
-// post2026 posts one 2026-07-28 request of method to gw's MCP endpoint:
+// post2026 posts one 2026-07-28 request of method to gw's MCP endpoint (gw
+// an address, or an address and a path):
 // params is the JSON members of its params besides _meta ("" for none),
 // tool its Mcp-Name ("" for none), and hdr more headers.
 func post2026(gw, method, tool, params string, id int, hdr map[string]string) (*http.Response, error) {
@@ -250,7 +251,11 @@ func post2026(gw, method, tool, params string, id int, hdr map[string]string) (*
 		params += ","
 	}
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, method, params)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
+	url := "http://" + gw
+	if !strings.Contains(gw, "/") {
+		url += "/mcp" // an address alone: the one service's endpoint
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
@@ -259,6 +264,10 @@ func post2026(gw, method, tool, params string, id int, hdr map[string]string) (*
 		req.Header.Set("Mcp-Name", tool)
 	}
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	return http.DefaultClient.Do(req)

@@ -140,13 +140,14 @@ func (run *serviceRun) close() {
 // (the router no longer names it), its standalone streams end now, and
 // what it still relays gets grace before it is closed.
 func (run *serviceRun) retire(grace time.Duration) {
+	run.log.Info("service removed: it takes no new work; what it relays gets the grace", "grace", grace.String())
 	run.gw.SetDraining()
 	run.gw.EndStandaloneStreams()
 	go func() {
 		time.Sleep(grace)
 		run.gw.EndStreamsForShutdown()
 		run.close()
-		run.log.Info("service removed")
+		run.log.Info("service closed")
 	}()
 }
 
@@ -328,7 +329,7 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 			change, err := run.fleet.Update(upstreamSpecs(&svc.Config))
 			if err != nil { // checked above: only a bug of ours
 				run.log.Error("reload: upstreams not applied", "error", err.Error())
-			} else {
+			} else if s.router == nil || len(change.Added)+len(change.Removed) > 0 {
 				run.log.Info("reloaded upstreams", "added", change.Added, "removed", change.Removed)
 			}
 			if err := run.gw.SetMaxInflight(maxInflight(&svc.Config)); err != nil {

@@ -29,6 +29,7 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var addTools, describe listFlag
 	fs.Var(&addTools, "add-tool", "serve one more tool of this `name` (it answers its name), as a new version of the server would; repeatable")
 	fs.Var(&describe, "describe", "serve the tool named before = with this description instead (`tool=text`): a changed definition; repeatable")
+	resourceMetadata := fs.Bool("resource-metadata", false, "serve an OAuth protected-resource document (RFC 9728) at /.well-known/oauth-protected-resource and its path-suffixed forms, naming this replica")
 	stateless := fs.Bool("stateless", false, "serve 2025-11-25 requests with the SDK's stateless handler too: no sessions, any replica answers any request")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -46,7 +47,7 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	opts := &testserver.Options{
 		Era: *era, Logger: log, CacheTTL: *cacheTTL, EventStore: *eventStore,
 		ShutdownGrace: *grace, Slots: *slots, KeepAlive: *keepAlive, Stateless: *stateless,
-		Tools: addTools,
+		Tools: addTools, ResourceMetadata: *resourceMetadata,
 	}
 	for _, d := range describe {
 		tool, text, ok := strings.Cut(d, "=")

@@ -8,6 +8,7 @@ package testserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,6 +110,14 @@ type Options struct {
 	// 2025-11-25 sessions live in this replica. It changes nothing with
 	// [Era2026].
 	Stateless bool
+
+	// ResourceMetadata serves an OAuth protected-resource metadata document
+	// (RFC 9728) at /.well-known/oauth-protected-resource and at every
+	// path-suffixed form of it, as an OAuth-protected server does: its
+	// resource is the suffix (the path the client was given), and it names
+	// this replica (mcpfleet_replica), so that a test tells which replica
+	// answered. False means those paths are 404.
+	ResourceMetadata bool
 }
 
 // Validate reports whether o is usable. A nil o is valid.
@@ -341,5 +350,23 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.Handle("/mcp", s.inflight.track(h))
 	mux.HandleFunc("/health", s.serveHealth)
+	if s.opts.ResourceMetadata {
+		mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.serveResourceMetadata)
+		mux.HandleFunc("GET /.well-known/oauth-protected-resource/", s.serveResourceMetadata)
+	}
 	return mux
+}
+
+// serveResourceMetadata answers the protected-resource document of the
+// path the request names after the well-known prefix ("" for the root).
+func (s *Server) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	resource := strings.TrimPrefix(r.URL.Path, "/.well-known/oauth-protected-resource")
+	b, _ := json.Marshal(map[string]any{
+		"resource":                 "http://" + r.Host + resource,
+		"authorization_servers":    []string{"http://127.0.0.1:1/"},
+		"bearer_methods_supported": []string{"header"},
+		"mcpfleet_replica":         s.name,
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
 }
