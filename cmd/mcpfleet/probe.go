@@ -87,6 +87,7 @@ func parseProbeFlags(args []string, stderr io.Writer) (*probeFlags, error) {
 	var pf probeFlags
 	o := &pf.opts
 	fs.StringVar(&o.URL, "url", "", "the MCP `endpoint` behind the balancer, e.g. http://127.0.0.1:8080/mcp (required)")
+	fs.StringVar(&o.Host, "host", "", "`name` sent as the Host of every request instead of the URL's (a service of the gateway chosen by host)")
 	fs.IntVar(&o.Identities, "identities", probe.DefaultIdentities, fmt.Sprintf("synthetic identities, 1 to %d", probe.MaxIdentities))
 	fs.IntVar(&o.Requests, "requests", probe.DefaultRequests, fmt.Sprintf("whoami calls per identity, 1 to %d (identities x requests at most %d)", probe.MaxRequests, probe.MaxTotal))
 	fs.IntVar(&o.Concurrency, "concurrency", probe.DefaultConcurrency, fmt.Sprintf("requests in flight, 1 to %d", probe.MaxConcurrency))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -264,6 +265,30 @@ func TestServicesBehindOneGateway(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s, no service's: %d, want 404", path, resp.StatusCode)
+		}
+	}
+	// mcpfleet probe proves affinity per service: by its URL, or by --host.
+	// One call at a time: the sessions' GET streams above hold places at
+	// the replicas, and more in flight would let the load bound move a
+	// caller (hash_min_load).
+	for _, svc := range []string{"github", "internal"} {
+		args := []string{"probe", "--url", "http://" + gw + servicePath[svc], "--identities", "10", "--requests", "3", "--concurrency", "1", "--expect", "sticky", "--json"}
+		if svc == "internal" {
+			args = append(args, "--host", internalHost)
+		}
+		code, out, errOut := runCmd(t, ctx, args...)
+		var rep struct {
+			Replicas []struct {
+				Name string `json:"name"`
+			} `json:"replicas"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || len(rep.Replicas) == 0 {
+			t.Fatalf("probe of %s: exit %d, %v\n%s\n%s", svc, code, err, out, errOut)
+		}
+		for _, r := range rep.Replicas {
+			if !slices.Contains(f.replicas[svc], r.Name) {
+				t.Errorf("probe of %s reached %s", svc, r.Name)
+			}
 		}
 	}
 	for _, svc := range []string{"github", "jira", "internal"} {

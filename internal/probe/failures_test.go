@@ -210,6 +210,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"concurrency", &Options{URL: ok, Concurrency: MaxConcurrency + 1}, "concurrency"},
 		{"timeout", &Options{URL: ok, Timeout: -time.Second}, "timeout"},
 		{"prefix with space", &Options{URL: ok, TokenPrefix: "a b"}, "token prefix"},
+		{"host", &Options{URL: ok, Host: "mcp.internal.example"}, ""},
+		{"host and port", &Options{URL: ok, Host: "mcp.internal.example:8443"}, ""},
+		{"host with a path", &Options{URL: ok, Host: "a.example/x"}, "want a host name"},
+		{"host with a user", &Options{URL: ok, Host: "u@a.example"}, "want a host name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -76,6 +76,12 @@ type Options struct {
 	// DefaultTimeout.
 	Timeout time.Duration
 
+	// Host, when not empty, is the Host of every request instead of the
+	// URL's: the service of a gateway (or the virtual host of a balancer)
+	// chosen by host name, reached at an address. A host name, with a
+	// port or without.
+	Host string
+
 	// Client sends the requests. Nil means a client of the run's own, with
 	// an idle connection for each request in flight, closed at the end.
 	Client *http.Client
@@ -107,6 +113,11 @@ func (o *Options) Validate() error {
 	d := o.withDefaults()
 	if total := d.Identities * d.Requests; total > MaxTotal {
 		return fmt.Errorf("identities x requests = %d: must be at most %d", total, MaxTotal)
+	}
+	if o.Host != "" {
+		if u, err := url.Parse("http://" + o.Host); err != nil || u.Host != o.Host || u.User != nil {
+			return fmt.Errorf("host %q: want a host name, with a port or without", o.Host)
+		}
 	}
 	for _, c := range []byte(o.TokenPrefix) {
 		if c <= ' ' || c > '~' {

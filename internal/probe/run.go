@@ -147,6 +147,9 @@ func (p *prober) call(ctx context.Context, id, seq int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("building request: %w", err)
 	}
+	if p.opts.Host != "" {
+		req.Host = p.opts.Host
+	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
