@@ -5,11 +5,15 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 
 	"github.com/go-jose/go-jose/v4"
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
@@ -46,5 +50,53 @@ func TestServeVerifiesTokens(t *testing.T) {
 	code, _, stderr := runCmd(t, t.Context(), "serve", "--config", bad)
 	if code != 2 || !strings.Contains(stderr, "auth") {
 		t.Fatalf("serve with a missing key file: exit %d, %s", code, stderr)
+	}
+}
+
+// TestServicesVerifyTheirOwnAudience: two services with the same keys and
+// issuer but their own auth.audiences: a token for github's audience is
+// served at github and refused at jira, whose challenge names jira's own
+// protected-resource document.
+func TestServicesVerifyTheirOwnAudience(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: "k", Algorithm: "ES256"}}})
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "jwks.json")
+	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gh, jira := testproc.FreeAddr(t), testproc.FreeAddr(t)
+	startReplica(t, "github-1", gh)
+	startReplica(t, "jira-1", jira)
+	gw := testproc.FreeAddr(t)
+	cfg := filepath.Join(dir, "services.yaml")
+	os.WriteFile(cfg, []byte("listen: "+gw+"\nauth: {jwks_file: '"+keys+"', issuers: ['https://idp']}\nservices:\n"+
+		"  - {name: github, path: /github/mcp, auth: {audiences: [github]}, upstreams: [{url: 'http://"+gh+"/mcp'}]}\n"+
+		"  - {name: jira, path: /jira/mcp, auth: {audiences: [jira]}, upstreams: [{url: 'http://"+jira+"/mcp'}]}\n"), 0o600)
+	startProcess(t, "serve", "--config", cfg)
+	testproc.WaitReady(t, "http://"+gw+"/readyz")
+	s, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k"))
+	tok, _ := josejwt.Signed(s).Claims(josejwt.Claims{Issuer: "https://idp", Subject: "alice", Audience: josejwt.Audience{"github"},
+		Expiry: josejwt.NewNumericDate(time.Now().Add(time.Hour))}).Serialize()
+	call := func(path string) *http.Response {
+		t.Helper()
+		resp, err := post2026(gw+path, "tools/call", "whoami", `"name":"whoami","arguments":{}`, 1, map[string]string{"Authorization": "Bearer " + tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := call("/github/mcp"); resp.StatusCode != http.StatusOK {
+		t.Errorf("github's token at github: %d", resp.StatusCode)
+	}
+	resp := call("/jira/mcp")
+	challenge := resp.Header.Get("WWW-Authenticate")
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(challenge, `resource_metadata="http://`+gw+`/.well-known/oauth-protected-resource/jira/mcp"`) {
+		t.Errorf("github's token at jira: %d, challenge %q; want 401 naming jira's document", resp.StatusCode, challenge)
 	}
 }
