@@ -291,6 +291,31 @@ func TestServicesBehindOneGateway(t *testing.T) {
 			}
 		}
 	}
+	// The fleet view: each service's at /services/<name>/, the default's
+	// at / too.
+	for path, svc := range map[string]string{"/services/jira/api/fleet": "jira", "/services/github/api/fleet": "github", "/api/fleet": "internal"} {
+		resp, err := http.Get("http://" + adm + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for other, names := range f.replicas {
+			for _, n := range names {
+				if has := strings.Contains(string(b), `"`+n+`"`); has != (other == svc) || resp.StatusCode != http.StatusOK {
+					t.Errorf("%s: %d, names %s: %v (want only %s's replicas)", path, resp.StatusCode, n, has, svc)
+				}
+			}
+		}
+	}
+	resp, err := http.Get("http://" + adm + "/services/other/api/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the fleet view of no service: %d, want 404", resp.StatusCode)
+	}
 	for _, svc := range []string{"github", "jira", "internal"} {
 		if n := metricWith(t, adm, "mcpfleet_requests_total", `service="`+svc+`"`); n < 100 {
 			t.Errorf("mcpfleet_requests_total{service=%q} = %v, want at least the 100 calls", svc, n)
