@@ -89,6 +89,8 @@ func TestChecksCatchBrokenCharts(t *testing.T) {
 	}
 	withMonitor := mustRender(t, renderOptions{files: []string{"autoscaling-monitoring.yaml"}})
 	withRedisSecret := mustRender(t, renderOptions{files: []string{"external-redis-secret.yaml"}})
+	withServices := mustRender(t, renderOptions{set: map[string]any{"gateway": map[string]any{"services": []any{
+		map[string]any{"name": "a", "path": "/a/mcp"}, map[string]any{"name": "b", "path": "/b/mcp"}}}}})
 	for _, tc := range []struct {
 		name string
 		r    func(t *testing.T) *release
@@ -133,6 +135,12 @@ func TestChecksCatchBrokenCharts(t *testing.T) {
 		{"discovery on another port", func(t *testing.T) *release {
 			return edit(t, base, "ConfigMap", "gateway", "port: 9001", "port: 9002")
 		}, "discovery.port"},
+		{"a service with a store of its own behind three gateways", func(t *testing.T) *release {
+			return edit(t, withServices, "ConfigMap", "gateway", "      name: b\n", "      name: b\n      task_store: memory\n")
+		}, "service b: stores: 3 gateways"},
+		{"a service discovering the example on another port", func(t *testing.T) *release {
+			return edit(t, withServices, "ConfigMap", "gateway", "port: 9001\n      name: b", "port: 9002\n      name: b")
+		}, "service b: discovery.port 9002"},
 		{"secret file elsewhere", func(t *testing.T) *release {
 			return edit(t, base, "ConfigMap", "gateway", "secret_file: /etc/mcpfleet/secret/secret.yaml", "secret_file: /etc/mcpfleet/secret.yaml")
 		}, "is not a file of a mounted Secret"},

@@ -254,16 +254,39 @@ func replicas(r *release, d *appsv1.Deployment) int32 {
 	return *d.Spec.Replicas
 }
 
+// fleets returns the configuration's services as serve resolves them, each
+// its own fleet and stores: one unnamed service without services.
+func fleets(t testing.TB, c config.Config) []config.Service {
+	t.Helper()
+	ss, err := c.ResolveServices()
+	if err != nil {
+		t.Fatalf("serve refuses the rendered services: %v", err)
+	}
+	return ss
+}
+
+// serviceKey names a key of a service in a failure: the key alone for the
+// one unnamed service.
+func serviceKey(s config.Service, key string) string {
+	if s.Name == "" {
+		return key
+	}
+	return "service " + s.Name + ": " + key
+}
+
 // checkStores checks that several gateways share idempotency records, the
-// task registry and limits in one Redis, and that redis_url names the
-// bundled one's Service when there is one.
+// task registry and limits in one Redis, every service's, and that
+// redis_url names the bundled one's Service when there is one.
 func checkStores(t testing.TB, r *release, g gateway) {
 	t.Helper()
 	c := g.cfg
 	if n := replicas(r, g.deploy); n > 1 {
-		if c.Idempotency != "redis" || c.TaskStore != "redis" || c.Limits.Store != "redis" || (c.RedisURL == "" && c.RedisURLFile == "") {
-			t.Errorf("%d gateways with idempotency %s, task_store %s, limits.store %s: each would keep its own",
-				n, c.Idempotency, c.TaskStore, c.Limits.Store)
+		for _, s := range fleets(t, c) {
+			sc := s.Config
+			if sc.Idempotency != "redis" || sc.TaskStore != "redis" || sc.Limits.Store != "redis" || (sc.RedisURL == "" && sc.RedisURLFile == "") {
+				t.Errorf("%s: %d gateways with idempotency %s, task_store %s, limits.store %s: each would keep its own",
+					serviceKey(s, "stores"), n, sc.Idempotency, sc.TaskStore, sc.Limits.Store)
+			}
 		}
 	}
 	redis := ofComponent[*corev1.Service](r, "redis")
@@ -286,7 +309,8 @@ func checkStores(t testing.TB, r *release, g gateway) {
 }
 
 // checkDiscovery checks that the gateway resolves the example replicas'
-// headless Service and dials the port and path they serve.
+// headless Service and dials the port and path they serve: the one
+// service does, and so does every service that discovers that Service.
 func checkDiscovery(t testing.TB, r *release) {
 	t.Helper()
 	sts := ofComponent[*appsv1.StatefulSet](r, "example-server")
@@ -294,28 +318,35 @@ func checkDiscovery(t testing.TB, r *release) {
 		return
 	}
 	g := gatewayOf(t, r)
-	d := g.cfg.Discovery
 	svc := only[*corev1.Service](t, r, "example-server")
-	if want := fmt.Sprintf("%s.%s.svc.cluster.local", svc.Name, namespace); d.DNSName != want {
-		t.Errorf("discovery.dns_name %q, want the headless Service's %q", d.DNSName, want)
-	}
 	if sts[0].Spec.ServiceName != svc.Name {
 		t.Errorf("StatefulSet serviceName %q, want the headless Service %q", sts[0].Spec.ServiceName, svc.Name)
 	}
 	c := container(t, &sts[0].Spec.Template.Spec, "testserver")
 	port := namedPort(t, c, "mcp")
-	// A headless Service's records are the pods' own addresses: the gateway
-	// dials discovery.port on them, the container's port.
-	if tp, err := containerPort(c, svc.Spec.Ports[0].TargetPort); err != nil || int32(d.Port) != port || tp != port {
-		t.Errorf("discovery.port %d, the replicas serve %d, the Service targets %d (%v)", d.Port, port, tp, err)
-	}
 	if i := slices.Index(c.Args, "--listen"); i < 0 || i+1 >= len(c.Args) || c.Args[i+1] != fmt.Sprintf("0.0.0.0:%d", port) {
 		t.Errorf("testserver args %q, want --listen 0.0.0.0:%d", c.Args, port)
 	}
-	if d.Path != replicaPath || d.Scheme != "http" {
-		t.Errorf("discovery %s %s, want http %s", d.Scheme, d.Path, replicaPath)
-	}
-	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != g.cfg.HealthCheck.Path {
-		t.Errorf("replica readiness probe %v, want httpGet %s, the health check the gateway makes", p, g.cfg.HealthCheck.Path)
+	want := fmt.Sprintf("%s.%s.svc.cluster.local", svc.Name, namespace)
+	for _, s := range fleets(t, g.cfg) {
+		d := s.Config.Discovery
+		if d.DNSName != want {
+			// With services, a service may have replicas of its own.
+			if s.Name == "" {
+				t.Errorf("discovery.dns_name %q, want the headless Service's %q", d.DNSName, want)
+			}
+			continue
+		}
+		// A headless Service's records are the pods' own addresses: the
+		// gateway dials discovery.port on them, the container's port.
+		if tp, err := containerPort(c, svc.Spec.Ports[0].TargetPort); err != nil || int32(d.Port) != port || tp != port {
+			t.Errorf("%s %d, the replicas serve %d, the Service targets %d (%v)", serviceKey(s, "discovery.port"), d.Port, port, tp, err)
+		}
+		if d.Path != replicaPath || d.Scheme != "http" {
+			t.Errorf("%s %s %s, want http %s", serviceKey(s, "discovery"), d.Scheme, d.Path, replicaPath)
+		}
+		if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != s.Config.HealthCheck.Path {
+			t.Errorf("%s: replica readiness probe %v, want httpGet %s, the health check the gateway makes", serviceKey(s, "health_check"), p, s.Config.HealthCheck.Path)
+		}
 	}
 }

@@ -14,17 +14,28 @@ always give the same file and the same checksum.
 {{- $_ = set $cfg "secret_file" (printf "%s/secret.yaml" (include "mcpfleet.secretDir" .)) -}}
 {{- $_ = set $cfg "drain_delay" (printf "%ds" (int $v.gateway.drainDelaySeconds)) -}}
 {{- $_ = set $cfg "grace" (printf "%ds" (int $v.gateway.graceSeconds)) -}}
-{{- if $v.exampleServer.enabled -}}
-{{- $dns := printf "%s.%s.svc.%s" (include "mcpfleet.exampleName" .) .Release.Namespace $v.clusterDomain -}}
-{{- $_ = set $cfg "discovery" (dict "dns_name" $dns "port" (int $v.exampleServer.port) "path" "/mcp") -}}
-{{- else if $v.gateway.discovery.dnsName -}}
-{{- $d := $v.gateway.discovery -}}
-{{- $disc := dict "dns_name" $d.dnsName "port" (int $d.port) "path" $d.path "scheme" $d.scheme -}}
-{{- if $d.maxInflight }}{{ $_ = set $disc "max_inflight" (int $d.maxInflight) }}{{ end -}}
-{{- if $d.maxConnections }}{{ $_ = set $disc "max_connections" (int $d.maxConnections) }}{{ end -}}
-{{- $_ = set $cfg "discovery" $disc -}}
+{{- if $v.gateway.services -}}
+{{- /* Each service its own fleet; none at the top level, where it would be
+every service's default and meet a service's own upstreams or discovery. */ -}}
+{{- $services := list -}}
+{{- range $s := $v.gateway.services -}}
+{{- $e := deepCopy (get $s "config" | default dict) -}}
+{{- range $key := list "name" "path" "hosts" "default" -}}
+{{- if hasKey $s $key }}{{ $_ := set $e $key (get $s $key) }}{{ end -}}
+{{- end -}}
+{{- if get $s "discovery" -}}
+{{- include "mcpfleet.discoveryInto" (dict "d" (get $s "discovery") "into" $e) -}}
+{{- else if get $s "upstreams" -}}
+{{- $_ := set $e "upstreams" (get $s "upstreams") -}}
 {{- else -}}
-{{- $_ = set $cfg "upstreams" $v.gateway.upstreams -}}
+{{- include "mcpfleet.fleetInto" (dict "root" $ "into" $e) -}}
+{{- end -}}
+{{- $services = append $services $e -}}
+{{- end -}}
+{{- $_ = set $cfg "services" $services -}}
+{{- $_ = set $cfg "services_ready" $v.gateway.servicesReady -}}
+{{- else -}}
+{{- include "mcpfleet.fleetInto" (dict "root" . "into" $cfg) -}}
 {{- end -}}
 {{- /* The most gateways that may run, for the pool arithmetic against max_connections. */ -}}
 {{- $_ = set $cfg "gateways" (int (ternary $v.autoscaling.maxReplicas $v.replicaCount $v.autoscaling.enabled)) -}}
@@ -48,4 +59,30 @@ always give the same file and the same checksum.
 {{- $_ = set $cfg "task_store" "memory" -}}
 {{- end -}}
 {{- toYaml $cfg -}}
+{{- end -}}
+
+{{/*
+The replicas of a service without its own (the only one, without
+gateway.services): the example fleet, gateway.discovery or
+gateway.upstreams, set into .into.
+*/}}
+{{- define "mcpfleet.fleetInto" -}}
+{{- $v := .root.Values -}}
+{{- if $v.exampleServer.enabled -}}
+{{- $dns := printf "%s.%s.svc.%s" (include "mcpfleet.exampleName" .root) .root.Release.Namespace $v.clusterDomain -}}
+{{- $_ := set .into "discovery" (dict "dns_name" $dns "port" (int $v.exampleServer.port) "path" "/mcp") -}}
+{{- else if $v.gateway.discovery.dnsName -}}
+{{- include "mcpfleet.discoveryInto" (dict "d" $v.gateway.discovery "into" .into) -}}
+{{- else -}}
+{{- $_ := set .into "upstreams" $v.gateway.upstreams -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A discovery value (gateway.discovery's keys) as serve's discovery, set into .into. */}}
+{{- define "mcpfleet.discoveryInto" -}}
+{{- $d := .d -}}
+{{- $disc := dict "dns_name" $d.dnsName "port" (int $d.port) "path" (get $d "path" | default "/mcp") "scheme" (get $d "scheme" | default "http") -}}
+{{- if get $d "maxInflight" }}{{ $_ := set $disc "max_inflight" (int $d.maxInflight) }}{{ end -}}
+{{- if get $d "maxConnections" }}{{ $_ := set $disc "max_connections" (int $d.maxConnections) }}{{ end -}}
+{{- $_ := set .into "discovery" $disc -}}
 {{- end -}}

@@ -38,12 +38,21 @@ render with a message that names the values to change.
 {{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) -}}
 {{- fail "autoscaling.minReplicas is above autoscaling.maxReplicas" -}}
 {{- end -}}
+{{- /* The services without replicas of their own, which get the single fleet's. */ -}}
+{{- $fleetless := list -}}
+{{- range $i, $s := $v.gateway.services -}}
+{{- if not (or (get $s "discovery") (get $s "upstreams")) }}{{ $fleetless = append $fleetless (printf "gateway.services[%d] (%s)" $i (get $s "name")) }}{{ end -}}
+{{- end -}}
 {{- if not $v.exampleServer.enabled -}}
 {{- if and $v.gateway.discovery.dnsName $v.gateway.upstreams -}}
 {{- fail "gateway: set either gateway.discovery.dnsName or gateway.upstreams, not both" -}}
 {{- end -}}
 {{- if not (or $v.gateway.discovery.dnsName $v.gateway.upstreams) -}}
+{{- if not $v.gateway.services -}}
 {{- fail "gateway: with exampleServer.enabled=false the gateway needs its replicas: gateway.discovery.dnsName (a headless Service) and gateway.discovery.port, or gateway.upstreams" -}}
+{{- else if $fleetless -}}
+{{- fail (printf "%s: no replicas: give it discovery (dnsName and port) or upstreams, or set gateway.discovery or gateway.upstreams for every service without its own (exampleServer.enabled=false)" (join ", " $fleetless)) -}}
+{{- end -}}
 {{- end -}}
 {{- if and $v.gateway.discovery.dnsName (not $v.gateway.discovery.port) -}}
 {{- fail "gateway.discovery.port: the replicas' port is required with gateway.discovery.dnsName" -}}
@@ -68,6 +77,8 @@ render with a message that names the values to change.
   "redis_mode" "from redis.mode"
   "redis_sentinel_master" "from redis.sentinelMaster"
   "gateways" "from replicaCount (autoscaling.maxReplicas with autoscaling on)"
+  "services" "from gateway.services"
+  "services_ready" "from gateway.servicesReady"
 -}}
 {{- range $key := keys $owned | sortAlpha -}}
 {{- if hasKey $v.gateway.config $key -}}
@@ -78,5 +89,46 @@ render with a message that names the values to change.
 {{- if hasKey $v.gateway.config.limits "store" -}}
 {{- fail "gateway.config.limits.store: the chart sets this key itself (redis whenever the gateways share a store)" -}}
 {{- end -}}
+{{- end -}}
+{{- if and (eq $v.gateway.servicesReady "any") (not $v.gateway.services) -}}
+{{- fail "gateway.servicesReady: only with gateway.services; a single service is ready when it has an eligible replica" -}}
+{{- end -}}
+{{- /* A service's config: its keys over the top level's, but not the chart's. */ -}}
+{{- $entry := dict
+  "name" "set gateway.services[%d].name"
+  "path" "set gateway.services[%d].path"
+  "hosts" "set gateway.services[%d].hosts"
+  "default" "set gateway.services[%d].default"
+  "upstreams" "set gateway.services[%d].upstreams"
+  "discovery" "set gateway.services[%d].discovery"
+-}}
+{{- $names := dict -}}
+{{- $defaults := list -}}
+{{- range $i, $s := $v.gateway.services -}}
+{{- $c := get $s "config" | default dict -}}
+{{- range $key := keys $c | sortAlpha -}}
+{{- if hasKey $entry $key -}}
+{{- fail (printf "gateway.services[%d].config.%s: a key of the entry itself: %s" $i $key (printf (get $entry $key) $i)) -}}
+{{- else if hasKey $owned $key -}}
+{{- fail (printf "gateway.services[%d].config.%s: the chart sets this key itself, %s" $i $key (get $owned $key)) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (hasKey $c "limits") (kindIs "map" (get $c "limits")) -}}
+{{- if hasKey (get $c "limits") "store" -}}
+{{- fail (printf "gateway.services[%d].config.limits.store: the chart sets this key itself (redis whenever the gateways share a store)" $i) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (get $s "discovery") (get $s "upstreams") -}}
+{{- fail (printf "gateway.services[%d]: set either discovery or upstreams, not both" $i) -}}
+{{- end -}}
+{{- $name := get $s "name" -}}
+{{- if hasKey $names $name -}}
+{{- fail (printf "gateway.services[%d]: the name %q is gateway.services[%d]'s too" $i $name (get $names $name)) -}}
+{{- end -}}
+{{- $_ := set $names $name $i -}}
+{{- if get $s "default" }}{{ $defaults = append $defaults $name }}{{ end -}}
+{{- end -}}
+{{- if gt (len $defaults) 1 -}}
+{{- fail (printf "gateway.services: %s all say default: true; the root OAuth discovery documents go to one service" (join ", " $defaults)) -}}
 {{- end -}}
 {{- end -}}
