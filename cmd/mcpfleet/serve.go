@@ -155,7 +155,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		return nil, usageError{err}
 	}
 	rg := &runningGateway{served: make(chan error, 2), log: log, reg: prometheus.NewRegistry(), cfgPath: configPath}
-	if rg.svcs, err = startServices(cfg, rg.reg, log); err != nil {
+	if rg.svcs, err = startServices(cfg, rg.reg, log, memoryBudget(&cfg, log)); err != nil {
 		return nil, err
 	}
 	for _, c := range []*certSlot{certs, admCerts} {
@@ -177,6 +177,9 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		return fail(fmt.Errorf("listening: %w", err))
 	}
 	rg.addr = ln.Addr()
+	if cfg.SSESendBuffer > 0 {
+		ln = sendBufferListener{ln, int(cfg.SSESendBuffer)}
+	}
 	var aln net.Listener
 	var adminToken string
 	if cfg.Admin != "" {

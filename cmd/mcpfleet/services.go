@@ -36,6 +36,7 @@ type serviceRun struct {
 // itself, as it always has; with services, a gateway.Services routes.
 type serviceSet struct {
 	reg    *prometheus.Registry
+	budget int64 // memory_limit in bytes; 0 for none
 	log    *slog.Logger
 	router *gateway.Services // nil for the one unnamed service
 
@@ -45,14 +46,15 @@ type serviceSet struct {
 }
 
 // startServices starts every service of cfg; if one fails, none runs.
-func startServices(cfg config.Config, reg *prometheus.Registry, log *slog.Logger) (*serviceSet, error) {
+func startServices(cfg config.Config, reg *prometheus.Registry, log *slog.Logger, budget int64) (*serviceSet, error) {
 	list, err := cfg.ResolveServices()
 	if err != nil {
 		return nil, usageError{err}
 	}
-	s := &serviceSet{reg: reg, log: log}
+	s := &serviceSet{reg: reg, log: log, budget: budget}
 	for _, svc := range list {
-		run, err := startService(svc, reg, log)
+		sizeToBudget(&svc.Config, budget, len(list))
+		run, err := startService(svc, reg, log, budget)
 		if err != nil {
 			s.close()
 			if svc.Name != "" {
@@ -70,7 +72,7 @@ func startServices(cfg config.Config, reg *prometheus.Registry, log *slog.Logger
 
 // startService builds one service's fleet, stores and gateway, and starts
 // its background loops.
-func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger) (*serviceRun, error) {
+func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger, budget int64) (*serviceRun, error) {
 	cfg := svc.Config
 	if svc.Name != "" {
 		log = log.With("service", svc.Name)
@@ -83,7 +85,7 @@ func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger
 	if err != nil {
 		return nil, usageError{err}
 	}
-	opts.Service, opts.Registry = svc.Name, reg
+	opts.Service, opts.Registry, opts.MemoryLimit = svc.Name, reg, budget
 	if svc.Name != "" && opts.Keyring != nil {
 		// A session or event ID of one service opens at no other.
 		opts.Keyring = opts.Keyring.Scoped("service " + svc.Name)
@@ -313,7 +315,8 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 		if s.router == nil {
 			return abort(errors.New("the service's paths changed: restart instead"))
 		}
-		run, err := startService(svc, s.reg, s.log)
+		sizeToBudget(&svc.Config, s.budget, len(list))
+		run, err := startService(svc, s.reg, s.log, s.budget)
 		if err != nil {
 			return abort(fmt.Errorf("service %s: %w", svc.Name, err))
 		}

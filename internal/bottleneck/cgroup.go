@@ -117,3 +117,49 @@ func coresOf(cpus int, q quota, ok bool) int {
 	}
 	return max(1, int(math.Ceil(q.cores)))
 }
+
+// MemoryLimit is the memory limit of this process's cgroup v2, in bytes:
+// the smallest memory.max of its cgroup and their ancestors, found as
+// findQuota finds cpu.max; ok is false without cgroup v2 or without a
+// limit.
+func MemoryLimit() (bytes int64, ok bool) {
+	return memoryLimit("/proc", "/sys/fs/cgroup")
+}
+
+func memoryLimit(procRoot, cgroupRoot string) (limit int64, ok bool) {
+	data, err := os.ReadFile(filepath.Join(procRoot, "self", "cgroup"))
+	if err != nil {
+		return 0, false
+	}
+	p, found := cgroupPath(data)
+	if !found {
+		return 0, false
+	}
+	for dir := path.Clean(p); ; dir = path.Dir(dir) {
+		if b, err := os.ReadFile(filepath.Join(cgroupRoot, filepath.FromSlash(dir), "memory.max")); err == nil {
+			if n, limited, err := parseMemoryMax(b); err == nil && limited && (!ok || n < limit) {
+				limit, ok = n, true
+			}
+		}
+		if dir == "/" {
+			return limit, ok
+		}
+	}
+}
+
+// parseMemoryMax parses a cgroup v2 memory.max: bytes, or "max" for no
+// limit, then a newline.
+func parseMemoryMax(data []byte) (n int64, limited bool, err error) {
+	s, found := strings.CutSuffix(string(data), "\n")
+	switch {
+	case !found:
+		return 0, false, malformed("memory.max", "no newline")
+	case s == "max":
+		return 0, false, nil
+	}
+	v, err := parseUint([]byte(s))
+	if err != nil || v == 0 || v > math.MaxInt64 {
+		return 0, false, malformed("memory.max", "%q", s)
+	}
+	return int64(v), true, nil
+}

@@ -80,6 +80,7 @@ func FuzzParseSmallFiles(f *testing.F) {
 	f.Add([]byte("20633.46 23000.78\n"))
 	f.Add([]byte("150000 100000\n"))
 	f.Add([]byte("max 100000\n"))
+	f.Add([]byte("1073741824\n"))
 	f.Add([]byte("usage_usec 1500000\nuser_usec 1000000\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if d, err := parseUptime(data); err == nil && d < 0 {
@@ -89,6 +90,11 @@ func FuzzParseSmallFiles(f *testing.F) {
 		}
 		if c, limited, err := parseCPUMax(data); err == nil && limited && c <= 0 {
 			t.Fatalf("parseCPUMax(%q) = %v", data, c)
+		} else {
+			refused(t, err)
+		}
+		if n, limited, err := parseMemoryMax(data); err == nil && limited && n <= 0 {
+			t.Fatalf("parseMemoryMax(%q) = %v", data, n)
 		} else {
 			refused(t, err)
 		}

@@ -2,6 +2,8 @@ package bottleneck
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +180,38 @@ func BenchmarkParseStat(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseStat(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestMemoryLimitOfTheCgroup: the smallest memory.max of the process's
+// cgroup and its ancestors; none without one or with "max" throughout; a
+// malformed file is passed over.
+func TestMemoryLimitOfTheCgroup(t *testing.T) {
+	proc, cg := t.TempDir(), t.TempDir()
+	write := func(p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(proc, "self", "cgroup"), "0::/kubepods/pod1/c1\n")
+	if _, ok := memoryLimit(proc, cg); ok {
+		t.Error("a limit without any memory.max")
+	}
+	write(filepath.Join(cg, "kubepods", "pod1", "c1", "memory.max"), "max\n")
+	write(filepath.Join(cg, "kubepods", "pod1", "memory.max"), "1073741824\n")
+	write(filepath.Join(cg, "kubepods", "memory.max"), "2147483648\n")
+	write(filepath.Join(cg, "memory.max"), "12 junk\n")
+	if n, ok := memoryLimit(proc, cg); !ok || n != 1<<30 {
+		t.Errorf("memoryLimit = %d, %v; want the pod's 1 GiB", n, ok)
+	}
+	for _, in := range []string{"", "max", "0\n", "-1\n", "1.5\n", "01\n", " 1\n"} {
+		if _, limited, err := parseMemoryMax([]byte(in)); err == nil && limited {
+			t.Errorf("parseMemoryMax(%q): accepted", in)
 		}
 	}
 }

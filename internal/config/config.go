@@ -169,6 +169,14 @@ type Config struct {
 	// ServicesReady is all (/readyz ready when every service has an
 	// eligible replica) or any (when one has).
 	ServicesReady string `yaml:"services_ready"`
+	// MemoryLimit is the process's memory budget (memory.go): "" for 90%
+	// of the cgroup's memory limit when there is one, "off", a size such
+	// as 256MiB, or a share such as 60% of the cgroup's limit.
+	MemoryLimit string `yaml:"memory_limit"`
+	// SSESendBuffer is the kernel send buffer of every client connection
+	// of the MCP listener (SO_SNDBUF), which bounds what a client that
+	// stops reading holds in the kernel; 0 leaves the kernel's own.
+	SSESendBuffer Size `yaml:"sse_send_buffer"`
 }
 
 // Discovery finds replicas as every A/AAAA record of a DNS name, such as a
@@ -320,6 +328,7 @@ func Default() Config {
 		QueueSize:        1024,
 		Tools:            Tools{Refresh: Duration(30 * time.Second)},
 		ServicesReady:    ServicesReadyAll,
+		SSESendBuffer:    256 << 10,
 	}
 }
 
@@ -477,6 +486,12 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("log_level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if _, err := ParseMemoryLimit(c.MemoryLimit); err != nil {
+		bad("memory_limit", "%v", err)
+	}
+	if c.SSESendBuffer != 0 && (c.SSESendBuffer < 4<<10 || c.SSESendBuffer > 64<<20) {
+		bad("sse_send_buffer", "want 0 (the kernel's own) or 4KiB to 64MiB, got %d bytes", c.SSESendBuffer)
 	}
 	if c.ServicesReady != ServicesReadyAll && c.ServicesReady != ServicesReadyAny {
 		bad("services_ready", "must be all or any, got %q", c.ServicesReady)

@@ -41,6 +41,7 @@ type Gateway struct {
 	stores      *storeCheck   // what /readyz asks of the stores
 	cap         *capacity     // max_inflight; nil when no replica has one
 	tw          *toolWatch    // every replica's tools; nil when off
+	mem         *memoryBudget // nil without Options.MemoryLimit
 	started     time.Time     // for the fleet view's uptime
 
 	// recent keeps the events of the legacy POST streams being relayed,
@@ -106,6 +107,10 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		cancel:        cancel,
 		stores:        &storeCheck{check: o.StoreCheck, now: time.Now},
 		cap:           newCapacity(&o),
+	}
+	g.mem = newMemoryBudget(&o, log)
+	if g.mem != nil {
+		go g.mem.run(base)
 	}
 	g.tw = newToolWatch(g, o.Tools)
 	if g.tw != nil {
@@ -216,6 +221,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec.q = q
 	if rerr != nil {
 		rec.reject(w, rerr, q.id())
+		return
+	}
+	if g.refuseForMemory(w, r, q, rec) {
 		return
 	}
 	// 2. Route: the session's replica, or a pick for new work; a

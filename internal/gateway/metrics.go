@@ -32,6 +32,8 @@ type Metrics struct {
 
 	toolReroutes prometheus.Counter
 
+	memoryShed *prometheus.CounterVec
+
 	capacityFull     *prometheus.CounterVec
 	capacityRefused  *prometheus.CounterVec
 	capacityFailOpen prometheus.Counter
@@ -123,6 +125,14 @@ func newMetrics(g *Gateway) *Metrics {
 		Help: "tools/call requests that the policy alone would have sent to a replica not declaring the tool, sent to one that does (tool-aware routing).",
 	})
 	m.reg.MustRegister(m.toolReroutes, &toolsCollector{g: g})
+	m.memoryShed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpfleet_memory_shed_total",
+		Help: "What the memory budget shed: streams no longer kept for a resume (unkept), new work refused with 503 (refused).",
+	}, []string{"action"})
+	m.reg.MustRegister(m.memoryShed, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcpfleet_memory_level",
+		Help: "How near the memory budget the process is: 0 ok, 1 shedding kept streams, 2 refusing new streams and sessions.",
+	}, func() float64 { return float64(g.mem.Level()) }))
 	m.capacityFull = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpfleet_capacity_full_total",
 		Help: "Times a request found a replica at its max_inflight and looked further, by replica.",

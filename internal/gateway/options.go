@@ -165,6 +165,13 @@ type Options struct {
 	// Registry is where the metrics go; nil means a registry of the
 	// gateway's own. Several services share one, each under its label.
 	Registry *prometheus.Registry
+	// MemoryLimit is the process's memory budget in bytes (memory.go): as
+	// the process nears it the gateway stops keeping streams whose client
+	// reads, then refuses new streams and sessions. 0 means none.
+	MemoryLimit int64
+	// MemoryUsed reads the process's memory; nil means the Go runtime's
+	// figure (memory held from the system, less what it released).
+	MemoryUsed func() uint64
 }
 
 // DefaultQueueSize bounds the requests that wait for a replica's place

@@ -184,6 +184,15 @@ func (s *stream) end(sw *sse.Writer, retry time.Duration) {
 
 // keepLocked adds an event to the stream's buffer.
 func (s *stream) keepLocked(ev streams.Event) {
+	if !s.shared && !s.gone && s.g.mem.Level() >= MemoryShedKeeping {
+		// Near the memory budget a stream whose client reads is not kept:
+		// its resume window was never promised past the budget. A resume
+		// of it is answered as one beyond what was kept.
+		s.keep = false
+		s.g.recent.Discard(s.key)
+		s.g.metrics.memoryShed.WithLabelValues("unkept").Inc()
+		return
+	}
 	if !s.shared {
 		_ = s.g.recent.Append(context.Background(), s.key, ev)
 		if s.gone {

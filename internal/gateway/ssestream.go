@@ -62,6 +62,9 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) bool {
 		rec.reject(w, errMethod, nil)
 		return true
 	}
+	if method == http.MethodGet && g.refuseForMemory(w, r, q, rec) {
+		return true // a new stream is a new session of this transport
+	}
 	serve(w, r, q, rec)
 	return true
 }

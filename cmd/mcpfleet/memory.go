@@ -1,0 +1,56 @@
+package main
+
+import (
+	"log/slog"
+	"math"
+	"net"
+	"runtime/debug"
+
+	"github.com/mcpfleet/mcpfleet/internal/bottleneck"
+	"github.com/mcpfleet/mcpfleet/internal/config"
+)
+
+// memoryBudget resolves memory_limit against this process's cgroup and
+// sets the Go runtime's soft limit to it (unless GOMEMLIMIT says
+// otherwise); 0 means no budget.
+func memoryBudget(cfg *config.Config, log *slog.Logger) int64 {
+	m, _ := config.ParseMemoryLimit(cfg.MemoryLimit) // validated
+	cgroup, _ := bottleneck.MemoryLimit()
+	limit := m.Resolve(cgroup)
+	if limit <= 0 {
+		return 0
+	}
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 { // not set by GOMEMLIMIT
+		debug.SetMemoryLimit(limit)
+	}
+	log.Info("memory budget", "memory_limit", limit, "cgroup_limit", cgroup)
+	return limit
+}
+
+// sizeToBudget holds a service's own buffers to shares of the budget,
+// split over the services: kept streams at most a quarter, the local cache
+// an eighth. Keys set lower stay lower.
+func sizeToBudget(cfg *config.Config, budget int64, services int) {
+	if budget <= 0 {
+		return
+	}
+	n := int64(max(services, 1))
+	cfg.Resume.MaxTotalBytes = max(min(cfg.Resume.MaxTotalBytes, budget/4/n), int64(cfg.Resume.MaxStreamBytes))
+	cfg.Cache.MaxBytes = int(min(int64(cfg.Cache.MaxBytes), budget/8/n))
+}
+
+// sendBufferListener sets every accepted TCP connection's kernel send
+// buffer (SO_SNDBUF, sse_send_buffer): a client that stops reading then
+// holds that much in the kernel, not the megabytes autotuning would grow.
+type sendBufferListener struct {
+	net.Listener
+	bytes int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok && err == nil {
+		_ = tc.SetWriteBuffer(l.bytes)
+	}
+	return c, err
+}
