@@ -19,8 +19,10 @@ Prints an nginx.conf or a haproxy.cfg for the fleet in the gateway's
 configuration, following the load-balancing guide (docs/LBCONFIG.md): a
 consistent hash of a salted, normalised credential with an address
 fallback, retries only of undelivered requests, streaming without
-buffering. The routing salt comes from --salt-file, else the
-configuration's secret_file, else it is generated (keep it stable).
+buffering. With services, each service gets its own upstream or backend,
+chosen by its path and hosts; a request for no service is 404. The
+routing salt comes from --salt-file, else the configuration's
+secret_file, else it is generated (keep it stable).
 
 flags:
 `

@@ -242,8 +242,16 @@ func TestFromConfig(t *testing.T) {
 // TestBalancersAcceptTheFiles runs "nginx -t" and "haproxy -c" on the
 // emitted files.
 func TestBalancersAcceptTheFiles(t *testing.T) {
+	checkBalancersAccept(t, func(listen string) Spec {
+		return testSpec(listen, "127.0.0.1:9001", "127.0.0.1:9002", "localhost:9003")
+	})
+}
+
+// checkBalancersAccept runs "nginx -t" and "haproxy -c" on the files
+// emitted for spec on IPv4, any-address and IPv6 listeners.
+func checkBalancersAccept(t *testing.T, spec func(listen string) Spec) {
 	for _, listen := range []string{"127.0.0.1:18080", ":18080", "[::1]:18080"} {
-		s := testSpec(listen, "127.0.0.1:9001", "127.0.0.1:9002", "localhost:9003")
+		s := spec(listen)
 		t.Run("nginx "+listen, func(t *testing.T) {
 			bin := testproc.FindBinary(t, "nginx", "nginx", "MCPFLEET_REQUIRE_BALANCERS")
 			dir := t.TempDir()

@@ -18,20 +18,72 @@ import (
 var ErrDiscovery = errors.New("discovery.dns_name: lbconfig writes a fixed list of replicas; " +
 	"list them under upstreams instead (or use HAProxy's server-template with resolvers by hand)")
 
-// FromConfig builds a Spec from a gateway configuration. salt is the
-// routing salt (the secret file's routing_salt); generated says it was made
-// for this file. listen overrides c.Listen unless it is "".
+// FromConfig builds a Spec from a gateway configuration: one fleet, or,
+// when c has services, a Service for each. salt is the routing salt (the
+// secret file's routing_salt); generated says it was made for this file.
+// listen overrides c.Listen unless it is "".
 func FromConfig(c config.Config, salt []byte, generated bool, listen string) (Spec, error) {
-	if c.Discovery.DNSName != "" {
+	if c.Discovery.DNSName != "" && len(c.Services) == 0 {
 		return Spec{}, ErrDiscovery
 	}
 	if len(salt) < 16 {
 		return Spec{}, errors.New("routing salt: want at least 16 bytes")
 	}
-	s := Spec{
-		Listen:         c.Listen,
-		Salt:           hex.EncodeToString(salt),
-		SaltGenerated:  generated,
+	s := Spec{Listen: c.Listen, Salt: hex.EncodeToString(salt), SaltGenerated: generated}
+	if listen != "" {
+		s.Listen = listen
+	}
+	if len(c.Services) > 0 {
+		services, err := c.ResolveServices()
+		if err != nil {
+			return Spec{}, err
+		}
+		for _, cs := range services {
+			sv, err := serviceOf(cs)
+			if err != nil {
+				return Spec{}, fmt.Errorf("service %q: %w", cs.Name, err)
+			}
+			s.Services = append(s.Services, sv)
+		}
+	} else {
+		f, path, err := fleetOf(c)
+		if err != nil {
+			return Spec{}, err
+		}
+		s.Path, s.Upstreams, s.Health, s.Retries, s.ConnectTimeout, s.MaxBodyBytes =
+			path, f.Upstreams, f.Health, f.Retries, f.ConnectTimeout, f.MaxBodyBytes
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+// serviceOf builds one service: its fleet from its own configuration, the
+// paths the gateway serves for it, where its requests come from.
+func serviceOf(cs config.Service) (Service, error) {
+	c := cs.Config
+	if c.Discovery.DNSName != "" {
+		return Service{}, ErrDiscovery
+	}
+	f, replicaPath, err := fleetOf(c)
+	if err != nil {
+		return Service{}, err
+	}
+	sv := Service{Name: cs.Name, Hosts: cs.Hosts, Default: cs.Default, Path: c.Path, Fleet: f}
+	if replicaPath != c.Path {
+		sv.ReplicaPath = replicaPath
+	}
+	if c.SSEPath != "" {
+		sv.Paths = append(sv.Paths, c.SSEPath, c.SSEMessagesPath)
+	}
+	sv.Paths = append(sv.Paths, c.PassthroughPaths...)
+	return sv, nil
+}
+
+// fleetOf builds the fleet of a configuration and its replicas' MCP path.
+func fleetOf(c config.Config) (Fleet, string, error) {
+	f := Fleet{
 		Retries:        c.Retries,
 		ConnectTimeout: time.Duration(c.DialTimeout),
 		MaxBodyBytes:   c.MaxBodyBytes,
@@ -43,28 +95,23 @@ func FromConfig(c config.Config, salt []byte, generated bool, listen string) (Sp
 			Host:     c.HealthCheck.Host,
 		},
 	}
-	if listen != "" {
-		s.Listen = listen
-	}
+	var path string
 	for i, cu := range c.Upstreams {
-		u, path, err := upstreamOf(i, cu)
+		u, p, err := upstreamOf(i, cu)
 		if err != nil {
-			return Spec{}, err
+			return Fleet{}, "", err
 		}
 		switch {
-		case s.Path == "":
-			s.Path = path
-		case path != s.Path:
-			// The balancer passes the path through unchanged, so every
-			// replica must serve MCP at the same one.
-			return Spec{}, fmt.Errorf("upstream %q: path %q differs from %q; every replica must serve the same MCP path", u.Name, path, s.Path)
+		case path == "":
+			path = p
+		case p != path:
+			// The balancer sends a request to any replica at one path, so
+			// every replica must serve MCP at the same one.
+			return Fleet{}, "", fmt.Errorf("upstream %q: path %q differs from %q; every replica must serve the same MCP path", u.Name, p, path)
 		}
-		s.Upstreams = append(s.Upstreams, u)
+		f.Upstreams = append(f.Upstreams, u)
 	}
-	if err := s.Validate(); err != nil {
-		return Spec{}, err
-	}
-	return s, nil
+	return f, path, nil
 }
 
 // upstreamOf turns the i-th configured upstream into a replica and its MCP

@@ -3,14 +3,16 @@ package lbconfig
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
 )
 
-// nginxTemplate is a whole nginx.conf. Its file paths are relative to
-// nginx's prefix (-p), so one directory holds everything it writes.
-var nginxTemplate = template.Must(template.New("nginx").Parse(`# nginx configuration for an MCP fleet, written by "mcpfleet lbconfig nginx".
+// nginxParts are the pieces every nginx.conf has: the head (comments,
+// globals, log format, the credential maps), an upstream, the proxy
+// headers of a server and the streaming lines of a location.
+const nginxParts = `{{define "head"}}# nginx configuration for {{.What}}, written by "mcpfleet lbconfig nginx".
 # It follows docs/LBCONFIG.md (after the GitLab MCP server's load-balancing guide).
 #
 # This file contains the routing salt: keep it mode 0600 and out of version
@@ -65,8 +67,9 @@ http {
         default $mcp_credential;
         ""      $remote_addr;
     }
+{{- end}}
 
-    upstream mcp_fleet {
+{{- define "upstream"}}    upstream {{.Upstream}} {
         # A consistent hash of the salted credential, never the credential:
         # removing one of N replicas moves about 1/N of the clients instead
         # of reshuffling them all. The salt is a literal inside the key
@@ -86,6 +89,35 @@ http {
         # Idle connections to the replicas, reused across requests.
         keepalive 32;
     }
+{{- end}}
+
+{{- define "proxy-headers"}}
+        # HTTP/1.1 with an empty Connection header lets the upstream keepalive
+        # pool reuse connections. These headers apply to every location
+        # below, which must not set their own (nginx would drop these).
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_set_header Host              $host;
+        proxy_set_header X-Real-IP         $remote_addr;
+        proxy_set_header X-Forwarded-For   $proxy_add_x_forwarded_for;
+        proxy_set_header X-Forwarded-Proto $scheme;
+{{- end}}
+
+{{- define "stream"}}
+            # SSE: send each event as it arrives, and stream request bodies.
+            proxy_buffering off;
+            proxy_request_buffering off;
+            # An SSE stream may be quiet for a long time between events.
+            proxy_read_timeout 1h;
+            proxy_send_timeout 1h;
+{{- end}}`
+
+// nginxTemplate is a whole nginx.conf for one fleet. Its file paths are
+// relative to nginx's prefix (-p), so one directory holds everything it
+// writes.
+var nginxTemplate = template.Must(template.Must(template.New("nginx").Parse(nginxParts)).Parse(`{{template "head" .}}
+
+{{template "upstream" .}}
 
     server {
         # Plain HTTP. TLS belongs here ("listen 443 ssl;" with
@@ -96,16 +128,7 @@ http {
 {{- if .MaxBody}}
         client_max_body_size {{.MaxBody}};
 {{- end}}
-
-        # HTTP/1.1 with an empty Connection header lets the upstream keepalive
-        # pool reuse connections. These headers apply to every location
-        # below, which must not set their own (nginx would drop these).
-        proxy_http_version 1.1;
-        proxy_set_header Connection "";
-        proxy_set_header Host              $host;
-        proxy_set_header X-Real-IP         $remote_addr;
-        proxy_set_header X-Forwarded-For   $proxy_add_x_forwarded_for;
-        proxy_set_header X-Forwarded-Proto $scheme;
+{{template "proxy-headers"}}
         proxy_connect_timeout {{.ConnectTimeout}};
 
         # Retry only what never reached a replica: a connection error or a
@@ -122,29 +145,87 @@ http {
         # The MCP endpoint is {{.Path}} on every replica; this location passes
         # every path through unchanged.
         location / {
-            proxy_pass http://mcp_fleet;
-
-            # SSE: send each event as it arrives, and stream request bodies.
-            proxy_buffering off;
-            proxy_request_buffering off;
-            # An SSE stream may be quiet for a long time between events.
-            proxy_read_timeout 1h;
-            proxy_send_timeout 1h;
+            proxy_pass http://{{.Upstream}};
+{{template "stream"}}
         }
 
         # OAuth protected resource metadata (RFC 9728): a short answer any
         # replica gives, buffered as usual.
         location /.well-known/oauth-protected-resource {
-            proxy_pass http://mcp_fleet;
+            proxy_pass http://{{.Upstream}};
         }
     }
 }
 `))
 
-// nginxView is what nginxTemplate fills in.
-type nginxView struct {
-	Spec
-	Listen                      string
+// nginxServicesTemplate is a whole nginx.conf for several services: an
+// upstream each, and a server for each group of hosts that reach the
+// same services.
+var nginxServicesTemplate = template.Must(template.Must(template.New("nginx").Parse(nginxParts)).Parse(`{{template "head" .}}
+{{- range .Fleets}}
+
+    # The {{.Comment}}.
+{{template "upstream" .}}
+{{- end}}
+{{- range $i, $srv := .Servers}}
+
+    server {
+{{- if eq $i 0}}
+        # Plain HTTP. TLS belongs in each server ("listen 443 ssl;" with
+        # ssl_certificate and ssl_certificate_key), or on a terminator in
+        # front that connects to this address.
+        # {{.Comment}}
+        listen {{$.Listen}} default_server;
+        server_name _;
+{{- else}}
+        # {{.Comment}}
+        listen {{$.Listen}};
+        server_name{{range .Names}} {{.}}{{end}};
+{{- end}}
+{{template "proxy-headers"}}
+
+        # Each location retries only what never reached a replica: a
+        # connection error or a connect timeout. Never add non_idempotent or
+        # http_500: both repeat a delivered request, and a tools/call that
+        # created an issue and lost its answer would create it twice.
+{{- range .Locations}}
+{{- if .Comment}}
+
+        # {{.Comment}}
+{{- end}}
+        location {{.Match}} {
+            proxy_pass {{.Pass}};
+            proxy_connect_timeout {{.Fleet.ConnectTimeout}};
+{{- if .Fleet.Tries}}
+            proxy_next_upstream error timeout;
+            proxy_next_upstream_tries {{.Fleet.Tries}};
+{{- else}}
+            proxy_next_upstream off;
+{{- end}}
+{{- if .Stream}}
+{{- if .Fleet.MaxBody}}
+            client_max_body_size {{.Fleet.MaxBody}};
+{{- end}}
+{{template "stream"}}
+{{- end}}
+        }
+{{- end}}
+
+        # No service answers any other path here.
+        location / {
+            return 404;
+        }
+    }
+{{- end}}
+}
+`))
+
+// nginxFleet is what an upstream and its locations are made from.
+type nginxFleet struct {
+	Upstream, Comment           string
+	Salt                        string
+	Upstreams                   []Upstream
+	Health                      Health
 	Passive                     bool
 	MaxFails                    int
 	FailTimeout, ConnectTimeout string
@@ -152,44 +233,144 @@ type nginxView struct {
 	Tries                       int
 }
 
-// Nginx returns an nginx.conf for the fleet in s.
+// newNginxFleet writes f's values as nginx reads them.
+func newNginxFleet(upstream, salt string, f Fleet) nginxFleet {
+	v := nginxFleet{Upstream: upstream, Salt: salt, Upstreams: f.Upstreams, Health: f.Health, ConnectTimeout: duration(connectTimeout(f))}
+	if f.Health.Interval > 0 {
+		// max_fails=0 turns ejection off, as a zero interval does in the
+		// gateway. fail_timeout is five intervals: 10s at the default 2s.
+		v.Passive, v.MaxFails, v.FailTimeout = true, f.Health.Fall, duration(5*f.Health.Interval)
+	} else {
+		v.FailTimeout = "10s"
+	}
+	if f.MaxBodyBytes > 0 {
+		v.MaxBody = fmt.Sprintf("%dk", (f.MaxBodyBytes+1023)/1024)
+	}
+	if f.Retries > 0 {
+		v.Tries = f.Retries + 1 // the first try counts
+	}
+	return v
+}
+
+// nginxView is what nginxTemplate fills in.
+type nginxView struct {
+	nginxFleet
+	What, Listen, Path string
+	SaltGenerated      bool
+}
+
+// nginxServicesView is what nginxServicesTemplate fills in.
+type nginxServicesView struct {
+	What, Listen  string
+	SaltGenerated bool
+	Fleets        []nginxFleet
+	Servers       []nginxServer
+}
+
+// nginxServer is one server block: the hosts it takes (none: every other
+// host) and its locations.
+type nginxServer struct {
+	Names     []string
+	Comment   string
+	Locations []nginxLocation
+}
+
+// nginxLocation is one location: its match, where it goes, and the
+// fleet's retries and bounds.
+type nginxLocation struct {
+	Match, Pass, Comment string
+	Stream               bool
+	Fleet                *nginxFleet
+}
+
+// Nginx returns an nginx.conf for the fleet or services in s.
 func Nginx(s Spec) ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	v := nginxView{Spec: s, Listen: s.Listen, ConnectTimeout: duration(connectTimeout(s))}
-	if strings.HasPrefix(s.Listen, ":") {
-		v.Listen = strings.TrimPrefix(s.Listen, ":")
+	listen := s.Listen
+	if strings.HasPrefix(listen, ":") {
+		listen = strings.TrimPrefix(listen, ":")
 	}
-	if v.Path == "" {
-		v.Path = "/mcp"
-	}
-	if s.Health.Interval > 0 {
-		// max_fails=0 turns ejection off, as a zero interval does in the
-		// gateway. fail_timeout is five intervals: 10s at the default 2s.
-		v.Passive, v.MaxFails, v.FailTimeout = true, s.Health.Fall, duration(5*s.Health.Interval)
+	tmpl, v := nginxTemplate, any(nil)
+	if len(s.Services) > 0 {
+		tmpl, v = nginxServicesTemplate, nginxServices(s, listen)
 	} else {
-		v.FailTimeout = "10s"
-	}
-	if s.MaxBodyBytes > 0 {
-		v.MaxBody = fmt.Sprintf("%dk", (s.MaxBodyBytes+1023)/1024)
-	}
-	if s.Retries > 0 {
-		v.Tries = s.Retries + 1 // the first try counts
+		sv := nginxView{nginxFleet: newNginxFleet("mcp_fleet", s.Salt, s.fleet()), What: "an MCP fleet", Listen: listen, Path: s.Path, SaltGenerated: s.SaltGenerated}
+		if sv.Path == "" {
+			sv.Path = "/mcp"
+		}
+		v = sv
 	}
 	var b bytes.Buffer
-	if err := nginxTemplate.Execute(&b, v); err != nil {
+	if err := tmpl.Execute(&b, v); err != nil {
 		return nil, fmt.Errorf("writing nginx configuration: %w", err)
 	}
 	return b.Bytes(), nil
 }
 
-// connectTimeout is s.ConnectTimeout or its default.
-func connectTimeout(s Spec) time.Duration {
-	if s.ConnectTimeout <= 0 {
+// nginxServices lays out the upstreams and servers of several services.
+func nginxServices(s Spec, listen string) nginxServicesView {
+	v := nginxServicesView{What: "several MCP services", Listen: listen, SaltGenerated: s.SaltGenerated}
+	for i := range s.Services {
+		sv := &s.Services[i]
+		f := newNginxFleet(upstreamName(sv), s.Salt, sv.Fleet)
+		f.Comment = describe(sv)
+		v.Fleets = append(v.Fleets, f)
+	}
+	def := slices.IndexFunc(s.Services, func(sv Service) bool { return sv.Default })
+	for gi, g := range s.hostGroups() {
+		srv := nginxServer{}
+		for _, h := range g.Hosts {
+			if strings.HasPrefix(h, "*.") {
+				h = "~" + hostRegexp(h)
+			}
+			srv.Names = append(srv.Names, h)
+		}
+		var names []string
+		for _, i := range g.Services {
+			sv := &s.Services[i]
+			names = append(names, sv.Name)
+			for ri, r := range sv.routes() {
+				loc := nginxLocation{Match: r.key(), Pass: "http://" + upstreamName(sv) + r.Rewrite, Stream: r.Stream, Fleet: &v.Fleets[i]}
+				if ri == 0 {
+					loc.Comment = "The " + describe(sv) + "."
+				}
+				srv.Locations = append(srv.Locations, loc)
+			}
+		}
+		if def >= 0 {
+			for di, doc := range wellKnown {
+				loc := nginxLocation{Match: "= " + doc, Pass: "http://" + v.Fleets[def].Upstream, Fleet: &v.Fleets[def]}
+				if di == 0 {
+					loc.Comment = "The root discovery documents: the default service's, " + s.Services[def].Name + "."
+				}
+				srv.Locations = append(srv.Locations, loc)
+			}
+		}
+		who := "no service"
+		if len(names) > 0 {
+			who = "service " + strings.Join(names, ", ")
+			if len(names) > 1 {
+				who = "services " + strings.Join(names, ", ")
+			}
+		}
+		if gi == 0 {
+			srv.Comment = "Any host that no server below names: " + who + "."
+		} else {
+			srv.Comment = strings.Join(g.Hosts, ", ") + ": " + who + "."
+		}
+		v.Servers = append(v.Servers, srv)
+	}
+	return v
+}
+
+// connectTimeout is f.ConnectTimeout or its default.
+func connectTimeout(f Fleet) time.Duration {
+	if f.ConnectTimeout <= 0 {
 		return 5 * time.Second
 	}
-	return s.ConnectTimeout
+	return f.ConnectTimeout
 }
 
 // duration formats d in whole seconds or, below a second or with a

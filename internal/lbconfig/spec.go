@@ -6,7 +6,8 @@
 //
 // Nginx and HAProxy are pure: they take a Spec and return the file's bytes.
 // Every value they insert is validated first, so nothing in a Spec can add a
-// directive to the emitted file.
+// directive to the emitted file. A Spec is one fleet, or several services
+// (Spec.Services), each its own fleet chosen by path and Host.
 package lbconfig
 
 import (
@@ -46,6 +47,59 @@ type Spec struct {
 	ConnectTimeout time.Duration
 	// MaxBodyBytes bounds a request body at nginx; 0 means nginx's default.
 	MaxBodyBytes int64
+	// Services, when not empty, are several MCP services behind the one
+	// listener, each with its own fleet. Path and Upstreams must then be
+	// empty, and Health, Retries, ConnectTimeout and MaxBodyBytes are each
+	// service's own instead.
+	Services []Service
+}
+
+// Service is one MCP service of several: its fleet and the requests that
+// are its (those for one of its paths, from one of its hosts).
+type Service struct {
+	// Name names the service's upstream (nginx) and backend (HAProxy),
+	// mcp_fleet_<Name>: 1 to 32 of [a-z0-9_-], starting and ending with a
+	// letter or digit.
+	Name string
+	// Hosts are the Host names the service answers: lower-case, exact or
+	// *. and a name (one label in place of the star); none means every
+	// host.
+	Hosts []string
+	// Default says the root OAuth discovery documents
+	// (/.well-known/oauth-protected-resource without a path) go to this
+	// service.
+	Default bool
+	// Path is the service's MCP endpoint at the balancer; its discovery
+	// documents are the well-known paths with Path as suffix.
+	Path string
+	// ReplicaPath is the MCP endpoint on the service's replicas, where
+	// requests for Path are sent; "" means Path.
+	ReplicaPath string
+	// Paths are the other paths the service answers, passed to its
+	// replicas unchanged (2024-11-05 SSE paths, passthrough paths); one
+	// ending in / covers every path under it.
+	Paths []string
+	Fleet
+}
+
+// Fleet is the replicas of one service and how they are balanced.
+type Fleet struct {
+	// Upstreams are the replicas, in order. At least one is required.
+	Upstreams []Upstream
+	// Health configures health checks and passive ejection.
+	Health Health
+	// Retries bounds moves of a request that never reached a replica to
+	// another one; 0 means no retries.
+	Retries int
+	// ConnectTimeout bounds connecting to a replica; 0 means 5s.
+	ConnectTimeout time.Duration
+	// MaxBodyBytes bounds a request body at nginx; 0 means nginx's default.
+	MaxBodyBytes int64
+}
+
+// fleet is the Spec's own fleet (a Spec without services).
+func (s *Spec) fleet() Fleet {
+	return Fleet{Upstreams: s.Upstreams, Health: s.Health, Retries: s.Retries, ConnectTimeout: s.ConnectTimeout, MaxBodyBytes: s.MaxBodyBytes}
 }
 
 // Upstream is one replica.
@@ -79,11 +133,13 @@ type Health struct {
 }
 
 var (
-	nameRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	dnsRE   = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
-	pathRE  = regexp.MustCompile(`^/[A-Za-z0-9/._~-]*$`)
-	saltRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{32,256}$`)
-	errSpec = errors.New("invalid spec")
+	nameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	dnsRE     = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
+	pathRE    = regexp.MustCompile(`^/[A-Za-z0-9/._~-]*$`)
+	saltRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{32,256}$`)
+	serviceRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,30}[a-z0-9])?$`)
+	hostRE    = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
+	errSpec   = errors.New("invalid spec")
 )
 
 // Validate checks every field that reaches an emitted file, naming the
@@ -95,14 +151,25 @@ func (s *Spec) Validate() error {
 	if err := checkListen(s.Listen); err != nil {
 		return bad("listen %q: %v", s.Listen, err)
 	}
+	if !saltRE.MatchString(s.Salt) {
+		return bad("salt: want 32 to 256 of [A-Za-z0-9_-]") // never echo it
+	}
+	if len(s.Services) > 0 {
+		return s.validateServices(bad)
+	}
 	if s.Path != "" && !pathRE.MatchString(s.Path) {
 		return bad("path %q: want / and [A-Za-z0-9/._~-]", s.Path)
 	}
-	if len(s.Upstreams) == 0 {
+	return s.fleet().validate(bad)
+}
+
+// validate checks a fleet's replicas, health checks, retries and bounds.
+func (f Fleet) validate(bad func(string, ...any) error) error {
+	if len(f.Upstreams) == 0 {
 		return bad("at least one upstream is required")
 	}
 	seen := map[string]bool{}
-	for i, u := range s.Upstreams {
+	for i, u := range f.Upstreams {
 		switch {
 		case !nameRE.MatchString(u.Name):
 			return bad("upstream %d (%q): name must be 1 to 64 of [A-Za-z0-9_.-], starting with a letter or digit", i, u.Name)
@@ -115,10 +182,7 @@ func (s *Spec) Validate() error {
 		}
 		seen[u.Name] = true
 	}
-	if !saltRE.MatchString(s.Salt) {
-		return bad("salt: want 32 to 256 of [A-Za-z0-9_-]") // never echo it
-	}
-	h := s.Health
+	h := f.Health
 	switch {
 	case h.Interval < 0 || (h.Interval > 0 && h.Interval < time.Millisecond):
 		return bad("health interval %s: want 0 (off) or at least 1ms", h.Interval)
@@ -128,12 +192,12 @@ func (s *Spec) Validate() error {
 		return bad("health path %q: want / and [A-Za-z0-9/._~-]", h.Path)
 	case h.Host != "" && !validHostPort(h.Host):
 		return bad("health host %q: want a host name or address, with an optional port", h.Host)
-	case s.Retries < 0 || s.Retries > 10:
-		return bad("retries %d: want 0 to 10", s.Retries)
-	case s.ConnectTimeout < 0:
-		return bad("connect timeout %s: must not be negative", s.ConnectTimeout)
-	case s.MaxBodyBytes < 0:
-		return bad("max body bytes %d: must not be negative", s.MaxBodyBytes)
+	case f.Retries < 0 || f.Retries > 10:
+		return bad("retries %d: want 0 to 10", f.Retries)
+	case f.ConnectTimeout < 0:
+		return bad("connect timeout %s: must not be negative", f.ConnectTimeout)
+	case f.MaxBodyBytes < 0:
+		return bad("max body bytes %d: must not be negative", f.MaxBodyBytes)
 	}
 	return nil
 }
