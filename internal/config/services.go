@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"slices"
 	"strings"
 
+	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -188,8 +188,11 @@ func checkServices(ss []Service) error {
 				errs = append(errs, fmt.Errorf("services: two services named %q", a.Name))
 				continue
 			}
-			if h, ok := hostsMeet(a.Hosts, b.Hosts); ok {
+			if h, ok := hostmatch.Meet(a.Hosts, b.Hosts); ok {
 				if p, ok := pathsMeet(a.Config, b.Config); ok {
+					if h != "" {
+						h = "host " + h + " "
+					}
 					errs = append(errs, fmt.Errorf("services: %s and %s overlap: both answer %s%s (give them other paths or hosts)", b.Name, a.Name, h, p))
 				}
 			}
@@ -201,39 +204,20 @@ func checkServices(ss []Service) error {
 	return errors.Join(errs...)
 }
 
-// hostsMeet says whether a request's Host could match both lists, and one
-// such host for the error ("" for any host).
-func hostsMeet(a, b []string) (string, bool) {
-	if len(a) == 0 || len(b) == 0 {
-		return "", true
-	}
-	for _, x := range a {
-		for _, y := range b {
-			if x == y || wildcardMatches(x, y) || wildcardMatches(y, x) {
-				return "host " + x + " ", true
-			}
-		}
-	}
-	return "", false
-}
-
-// wildcardMatches says whether pattern *.example.com matches host (one
-// label in place of the star).
-func wildcardMatches(pattern, host string) bool {
-	suffix, ok := strings.CutPrefix(pattern, "*")
-	if !ok {
-		return false
-	}
-	label, ok := strings.CutSuffix(host, suffix)
-	return ok && label != "" && !strings.Contains(label, ".") && label != "*"
-}
-
-// pathsMeet says whether two services share a path.
+// pathsMeet says whether some path is both services': one each answers,
+// or one under a passthrough prefix (ending in /) of the other.
 func pathsMeet(a, b Config) (string, bool) {
-	pb := servicePaths(b)
-	for _, p := range servicePaths(a) {
-		if slices.Contains(pb, p) {
-			return "path " + p, true
+	pa, pb := servicePaths(a), servicePaths(b)
+	for _, x := range pa {
+		for _, y := range pb {
+			switch {
+			case x == y:
+				return "path " + x, true
+			case strings.HasSuffix(x, "/") && strings.HasPrefix(y, x):
+				return "path " + y, true
+			case strings.HasSuffix(y, "/") && strings.HasPrefix(x, y):
+				return "path " + x, true
+			}
 		}
 	}
 	return "", false

@@ -87,6 +87,7 @@ func TestServicesRefused(t *testing.T) {
 		{"a path and any host", "services:\n  - {name: a, hosts: [x.example], " + up + "}\n  - {name: b, " + up + "}", "a and b overlap"},
 		{"a wildcard over a host", "services:\n  - {name: a, hosts: ['*.example'], " + up + "}\n  - {name: b, hosts: [x.example], " + up + "}", "a and b overlap: both answer host x.example path /mcp"},
 		{"a passthrough path", "services:\n  - {name: a, passthrough_paths: [/b/mcp], " + up + "}\n  - {name: b, path: /b/mcp, " + up + "}", "a and b overlap: both answer path /b/mcp"},
+		{"a passthrough prefix over a path", "services:\n  - {name: a, passthrough_paths: [/b/], " + up + "}\n  - {name: b, path: /b/mcp, " + up + "}", "a and b overlap: both answer path /b/mcp"},
 		{"two defaults", "services:\n  - {name: a, path: /a/mcp, default: true, " + up + "}\n  - {name: b, default: true, " + up + "}", "more than one service says default"},
 		{"a host with a port", "services:\n  - {name: a, hosts: ['x.example:443'], " + up + "}", "want a lower-case host name without port"},
 		{"two wildcards", "services:\n  - {name: a, hosts: ['*.*.example'], " + up + "}", "one wildcard label at most"},

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+
+	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 )
 
 // Service is one MCP service of a process that serves several: its own
@@ -124,7 +126,7 @@ func pickService(list []Service, host, path string) *Service {
 		}
 		for i := range list {
 			svc := &list[i]
-			if rest == "" && svc.Default || rest != "" && hostTaken(svc.Hosts, host) && svc.Gateway.opts.Path == rest {
+			if rest == "" && svc.Default || rest != "" && hostmatch.Takes(svc.Hosts, host) && svc.Gateway.opts.Path == rest {
 				return svc
 			}
 		}
@@ -132,29 +134,11 @@ func pickService(list []Service, host, path string) *Service {
 	}
 	for i := range list {
 		svc := &list[i]
-		if hostTaken(svc.Hosts, host) && svc.Gateway.owns(path) {
+		if hostmatch.Takes(svc.Hosts, host) && svc.Gateway.owns(path) {
 			return svc
 		}
 	}
 	return nil
-}
-
-// hostTaken says whether a service of hosts answers host.
-func hostTaken(hosts []string, host string) bool {
-	if len(hosts) == 0 {
-		return true
-	}
-	for _, h := range hosts {
-		if h == host {
-			return true
-		}
-		if suffix, ok := strings.CutPrefix(h, "*"); ok {
-			if label, ok := strings.CutSuffix(host, suffix); ok && label != "" && !strings.Contains(label, ".") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // owns says whether path is one this gateway serves: its MCP endpoint,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 )
 
 // Several services behind one listener: a request goes to the service one
@@ -81,7 +83,7 @@ func (s *Spec) validateServices(bad func(string, ...any) error) error {
 			if o.Name == sv.Name {
 				return bad("service %q: duplicate name", sv.Name)
 			}
-			if !hostsMeet(o.Hosts, sv.Hosts) {
+			if _, meet := hostmatch.Meet(o.Hosts, sv.Hosts); !meet {
 				continue
 			}
 			for _, r := range sv.routes() {
@@ -138,33 +140,6 @@ func (sv *Service) validate(bad func(string, ...any) error) error {
 	return sv.Fleet.validate(in)
 }
 
-// hostsMeet says whether a request's Host could be one of a and one of b
-// (none is every host).
-func hostsMeet(a, b []string) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return true
-	}
-	for _, x := range a {
-		for _, y := range b {
-			if x == y || wildcardMatches(x, y) || wildcardMatches(y, x) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// wildcardMatches says whether pattern *.example.com takes host: one
-// label in place of the star.
-func wildcardMatches(pattern, host string) bool {
-	suffix, ok := strings.CutPrefix(pattern, "*")
-	if !ok {
-		return false
-	}
-	label, ok := strings.CutSuffix(host, suffix)
-	return ok && label != "" && !strings.Contains(label, ".") && label != "*"
-}
-
 // hostRegexp is the regular expression of a wildcard host: one label (no
 // dot) for the star, the rest literal; dots are written [.] so that
 // neither nginx's nor HAProxy's parser sees a backslash.
@@ -202,7 +177,7 @@ func (s *Spec) hostGroups() []hostGroup {
 		var reached []int
 		for i, sv := range s.Services {
 			if len(sv.Hosts) == 0 || slices.Contains(sv.Hosts, h) ||
-				!strings.HasPrefix(h, "*") && slices.ContainsFunc(sv.Hosts, func(p string) bool { return wildcardMatches(p, h) }) {
+				!strings.HasPrefix(h, "*") && slices.ContainsFunc(sv.Hosts, func(p string) bool { return hostmatch.Match(p, h) }) {
 				reached = append(reached, i)
 			}
 		}

@@ -203,15 +203,7 @@ func TestHostGroups(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("hostGroups() = %v, want %v", got, want)
 	}
-	for pattern, hosts := range map[string]map[string]bool{
-		"*.example.com": {"a.example.com": true, "example.com": false, "a.b.example.com": false, "aexample.com": false},
-	} {
-		for h, ok := range hosts {
-			if wildcardMatches(pattern, h) != ok {
-				t.Errorf("wildcardMatches(%q, %q) = %v, want %v", pattern, h, !ok, ok)
-			}
-		}
-	}
+
 }
 
 func TestServicesRejectUnsafeValues(t *testing.T) {
