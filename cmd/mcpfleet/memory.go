@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"runtime/debug"
+	"runtime/metrics"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/bottleneck"
 	"github.com/mcpfleet/mcpfleet/internal/config"
@@ -53,4 +57,48 @@ func (l sendBufferListener) Accept() (net.Conn, error) {
 		_ = tc.SetWriteBuffer(l.bytes)
 	}
 	return c, err
+}
+
+// gcLargeLive is the live heap from which gcPercent costs more memory than
+// its CPU saving is worth: with streams kept for a resume (up to
+// resume.max_total_bytes) the heap would grow to five times them between
+// collections. Go's own 100 is used above it.
+const gcLargeLive = 32 << 20
+
+// gcPercentFor is the collector's target for a live heap of live bytes,
+// coming from was: gcPercent while the heap is small, 100 once it holds
+// more than gcLargeLive, back to gcPercent under half of that. Pure.
+func gcPercentFor(live uint64, was int) int {
+	switch {
+	case live > gcLargeLive:
+		return 100
+	case live < gcLargeLive/2:
+		return gcPercent
+	}
+	return was
+}
+
+// adaptGC keeps the collector's target at gcPercentFor the live heap,
+// read every second, until ctx ends; it does nothing when the operator set
+// GOGC.
+func adaptGC(ctx context.Context) {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	cur := gcPercent
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		metrics.Read(s)
+		if next := gcPercentFor(s[0].Value.Uint64(), cur); next != cur {
+			debug.SetGCPercent(next)
+			cur = next
+		}
+	}
 }

@@ -105,3 +105,20 @@ func TestSSEOptionsFromConfig(t *testing.T) {
 		t.Errorf("discovery options: %+v", o)
 	}
 }
+
+func TestGCPercentFor(t *testing.T) {
+	for _, tt := range []struct {
+		live      uint64
+		was, want int
+	}{
+		{1 << 20, gcPercent, gcPercent},
+		{40 << 20, gcPercent, 100},
+		{20 << 20, 100, 100}, // between: stays
+		{20 << 20, gcPercent, gcPercent},
+		{15 << 20, 100, gcPercent},
+	} {
+		if got := gcPercentFor(tt.live, tt.was); got != tt.want {
+			t.Errorf("live %d MiB from %d: %d, want %d", tt.live>>20, tt.was, got, tt.want)
+		}
+	}
+}

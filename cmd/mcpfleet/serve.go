@@ -192,6 +192,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runn
 		rg.admin = aln.Addr()
 	}
 	rg.startReloads(cfg, configPath)
+	rg.bg.wg.Go(func() { adaptGC(rg.bg.ctx) })
 	srv, serve := newMCPServer(cfg, rg.svcs.handler(), log, certs)
 	// Legacy GET streams end once the listener is closed, not before: a
 	// client reconnects at once, and must find the port closed (and retry

@@ -146,17 +146,28 @@ func (l MemoryLevel) String() string {
 	return "ok"
 }
 
-// processMemory is the memory the Go runtime holds from the system, less
-// what it has released: what a cgroup charges the process for, but for
-// the kernel's socket buffers.
+// processMemory is what the process needs, as opposed to what it holds:
+// the heap the last collection found live, plus everything the runtime
+// holds outside the heap (stacks, metadata). The garbage between
+// collections is left out: the Go soft limit, set to the budget, collects
+// it before it matters, and counting it would see every process at its
+// budget just before each collection.
 func processMemory() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	total, released := s[0].Value.Uint64(), s[1].Value.Uint64()
-	if released > total {
-		return 0
+	s := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
 	}
-	return total - released
+	metrics.Read(s)
+	heap := s[2].Value.Uint64() + s[3].Value.Uint64() + s[4].Value.Uint64() + s[5].Value.Uint64()
+	other := uint64(0)
+	if total := s[1].Value.Uint64(); total > heap {
+		other = total - heap
+	}
+	return s[0].Value.Uint64() + other
 }
 
 // errMemoryBudget answers new work refused for memory.

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"fmt"
 	"net"
 	"runtime"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/bottleneck"
 	"github.com/mcpfleet/mcpfleet/internal/streams"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 )
 
 // TestSlowReadersLetGo: clients that open an SSE stream on a chatty call and
@@ -51,7 +51,7 @@ func TestSlowReadersLetGo(t *testing.T) {
 			start := time.Now()
 			conns := make([]*net.TCPConn, clients)
 			for i := range conns {
-				conns[i] = openNonReader(t, addr, version, sessions[i], 2)
+				conns[i] = testproc.DialNonReader(t, addr, version, sessions[i], 2)
 			}
 			defer func() {
 				for _, c := range conns {
@@ -134,33 +134,6 @@ func watchTimerLag() func() time.Duration {
 	}
 }
 
-// openNonReader opens a connection with a small receive buffer, sends one
-// tools/call of a chatty sleep (2 KiB of progress every 50 ms) and never reads.
-func openNonReader(t *testing.T, addr, version, session string, id int) *net.TCPConn {
-	t.Helper()
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) {
-			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10)
-		})
-	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := `"progressToken":"p"`
-	hdr := "Mcp-Session-Id: " + session + "\r\n"
-	if version == "2026-07-28" {
-		meta += `,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
-		hdr = "Mcp-Method: tools/call\r\nMcp-Name: sleep\r\n"
-	}
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep","arguments":{"seconds":60,"progress_every":0.05,"pad":2048},"_meta":{%s}}}`, id, meta)
-	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
-		"Mcp-Protocol-Version: " + version + "\r\n" + hdr + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
-	if _, err := c.Write([]byte(req)); err != nil {
-		t.Fatal(err)
-	}
-	return c.(*net.TCPConn)
-}
 
 // letGo is what watchNonReaders saw.
 type letGo struct {

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestSlowReadersMemory measures what 200 clients that open SSE streams on
+// a chatty tool and never read (half 2026-07-28 calls, half 2025-11-25
+// sessions; 4 KiB receive buffers) cost a real gateway process: its RSS
+// and the kernel send queue of its client sockets, each second, with the
+// defaults and with memory_limit: 256MiB. It asserts what must hold on
+// any machine: the gateway stays up, every non-reader is let go, and a
+// client that reads is served throughout; the memory figures are logged
+// (docs/BENCHMARKS.md has them for a 60 s run:
+// MCPFLEET_SLOW_READERS_SECONDS=60 go test -run TestSlowReadersMemory -v ./cmd/mcpfleet).
+func TestSlowReadersMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel() // it mostly waits
+	secs := 8
+	if s := os.Getenv("MCPFLEET_SLOW_READERS_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 600 {
+			t.Fatalf("MCPFLEET_SLOW_READERS_SECONDS=%q: want 1 to 600", s)
+		}
+		secs = n
+	}
+	var ups strings.Builder
+	for _, name := range []string{"a", "b"} {
+		addr := testproc.FreeAddr(t)
+		startReplica(t, name, addr)
+		fmt.Fprintf(&ups, "  - {name: %s, url: 'http://%s/mcp'}\n", name, addr)
+	}
+	for _, setup := range []struct{ name, cfg string }{
+		{"defaults", ""},
+		{"memory_limit 256MiB", "memory_limit: 256MiB\n"},
+	} {
+		t.Run(setup.name, func(t *testing.T) {
+			gw := testproc.FreeAddr(t)
+			cfg := "listen: " + gw + "\nwrite_timeout: 1s\nkeepalive: 200ms\ngrace: 1s\n" + setup.cfg + "upstreams:\n" + ups.String()
+			path := t.TempDir() + "/gw.yaml"
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := startServeCmd(t, path)
+			testproc.WaitReady(t, "http://"+gw+"/readyz")
+			rss0 := rssOf(t, cmd.pid)
+
+			var conns []net.Conn
+			for i := range 200 {
+				version, session := "2026-07-28", ""
+				if i%2 == 1 {
+					version, session = "2025-11-25", initializeRaw(t, gw)
+				}
+				conns = append(conns, testproc.DialNonReader(t, gw, version, session, i+2))
+			}
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+60)*time.Second)
+			defer cancel()
+			c := mcp.NewClient(&mcp.Implementation{Name: "reader", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + gw + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			_, port, _ := net.SplitHostPort(gw)
+			var peakRSS, peakQ int64
+			var served int
+			start := time.Now()
+			open := len(conns)
+			// The measured time, then until every non-reader is let go: a
+			// connection's send buffer (sse_send_buffer) fills first, at
+			// 40 KiB/s of progress, then the write timeout lets it go.
+			for time.Since(start) < time.Duration(secs)*time.Second || (open > 0 && time.Since(start) < time.Duration(secs+45)*time.Second) {
+				select {
+				case <-cmd.exited:
+					t.Fatal("the gateway exited")
+				default:
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+				if err != nil || res.IsError {
+					t.Fatalf("the reading client after %v: %v %v", time.Since(start).Round(time.Second), res, err)
+				}
+				served++
+				rss, q := rssOf(t, cmd.pid), sendQueue(t, port)
+				peakRSS, peakQ = max(peakRSS, rss), max(peakQ, q)
+				open = 0
+				for _, c := range conns {
+					if established(t, c) {
+						open++
+					}
+				}
+				time.Sleep(time.Second)
+			}
+			if open > 0 {
+				t.Errorf("%d of 200 non-readers still connected after %v", open, time.Since(start).Round(time.Second))
+			}
+			t.Logf("%s, %v: RSS %.0f MiB at start, peak %.0f MiB (grew %.0f MiB); kernel send queue peak %.1f MiB; %d calls of the reading client served; every non-reader let go",
+				setup.name, time.Since(start).Round(time.Second), mib(rss0), mib(peakRSS), mib(peakRSS-rss0), mib(peakQ), served)
+		})
+	}
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// serveProc is a serve process; exited is closed once it has exited.
+type serveProc struct {
+	pid    int
+	exited chan struct{}
+}
+
+// startServeCmd runs serve --config path as a process, stopped at the end.
+func startServeCmd(t *testing.T, path string) *serveProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--config", path)
+	cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	go func() { cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+// rssOf is a process's resident set (VmRSS of /proc/<pid>/status).
+func rssOf(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q", rest)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// tcpSockets calls f with the local port, state and send queue of every
+// IPv4 and IPv6 TCP socket of the machine (/proc/net/tcp, proc(5)).
+func tcpSockets(t *testing.T, f func(port, state string, txQueue int64)) {
+	t.Helper()
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Scan() // the header
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) < 5 {
+				continue
+			}
+			local, queues := fs[1], fs[4]
+			port, err := strconv.ParseInt(local[strings.LastIndexByte(local, ':')+1:], 16, 32)
+			tx, _, _ := strings.Cut(queues, ":")
+			n, err2 := strconv.ParseInt(tx, 16, 64)
+			if err == nil && err2 == nil {
+				f(strconv.FormatInt(port, 10), fs[3], n)
+			}
+		}
+	}
+}
+
+// sendQueue sums the send queues of the sockets on local port port.
+func sendQueue(t *testing.T, port string) int64 {
+	var sum int64
+	tcpSockets(t, func(p, _ string, tx int64) {
+		if p == port {
+			sum += tx
+		}
+	})
+	return sum
+}
+
+// established says whether the client connection c is still established.
+func established(t *testing.T, c net.Conn) bool {
+	_, port, _ := net.SplitHostPort(c.LocalAddr().String())
+	found := false
+	tcpSockets(t, func(p, state string, _ int64) {
+		found = found || (p == port && state == "01")
+	})
+	return found
+}
+
+// initializeRaw opens a 2025-11-25 session through gw and returns its ID.
+func initializeRaw(t *testing.T, gw string) string {
+	t.Helper()
+	post := func(body, session string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "")
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d", resp.StatusCode)
+	}
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, id)
+	return id
+}
+
