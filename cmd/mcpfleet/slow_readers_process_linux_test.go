@@ -247,4 +247,3 @@ func initializeRaw(t *testing.T, gw string) string {
 	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, id)
 	return id
 }
-

@@ -134,7 +134,6 @@ func watchTimerLag() func() time.Duration {
 	}
 }
 
-
 // letGo is what watchNonReaders saw.
 type letGo struct {
 	open  int           // connections still established at the deadline
