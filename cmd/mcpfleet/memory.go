@@ -59,23 +59,32 @@ func (l sendBufferListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// gcLargeLive is the live heap from which gcPercent costs more memory than
-// its CPU saving is worth: with streams kept for a resume (up to
-// resume.max_total_bytes) the heap would grow to five times them between
-// collections. Go's own 100 is used above it.
-const gcLargeLive = 32 << 20
+// gcSteps are the collector's targets by live heap: gcPercent while the
+// heap is small; Go's 100 past 32 MiB, where five times the live heap
+// between collections costs more memory than its CPU saving is worth
+// (streams kept for a resume, a cache); 50 past 96 MiB. A step is left
+// under half of where it begins, so that the target does not flap.
+var gcSteps = []struct {
+	from    uint64
+	percent int
+}{{0, gcPercent}, {32 << 20, 100}, {96 << 20, 50}}
 
 // gcPercentFor is the collector's target for a live heap of live bytes,
-// coming from was: gcPercent while the heap is small, 100 once it holds
-// more than gcLargeLive, back to gcPercent under half of that. Pure.
+// coming from was. Pure.
 func gcPercentFor(live uint64, was int) int {
-	switch {
-	case live > gcLargeLive:
-		return 100
-	case live < gcLargeLive/2:
-		return gcPercent
+	step := 0
+	for i, st := range gcSteps {
+		if live > st.from {
+			step = i
+		}
 	}
-	return was
+	for i, st := range gcSteps {
+		// Staying on a higher step until under half of where it begins.
+		if st.percent == was && i > step && live > st.from/2 {
+			return was
+		}
+	}
+	return gcSteps[step].percent
 }
 
 // adaptGC keeps the collector's target at gcPercentFor the live heap,

@@ -116,6 +116,11 @@ func TestGCPercentFor(t *testing.T) {
 		{20 << 20, 100, 100}, // between: stays
 		{20 << 20, gcPercent, gcPercent},
 		{15 << 20, 100, gcPercent},
+		{100 << 20, 100, 50},
+		{100 << 20, gcPercent, 50},
+		{60 << 20, 50, 50}, // over half of 96 MiB: stays
+		{40 << 20, 50, 100},
+		{10 << 20, 50, gcPercent},
 	} {
 		if got := gcPercentFor(tt.live, tt.was); got != tt.want {
 			t.Errorf("live %d MiB from %d: %d, want %d", tt.live>>20, tt.was, got, tt.want)
