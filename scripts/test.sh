@@ -106,6 +106,11 @@ MCPFLEET_TEST_SERVER=std run "go test -race: the gateway behind net/http's serve
 run "load: real fleets against the model, the chaos preset's rolling restarts, the bottleneck finder (internal/load, alone)" \
 	go test -count=1 -timeout 8m ./internal/load
 
+# What 200 clients that stop reading cost a real gateway process: without
+# the race detector, whose process is not the one a user runs.
+run "slow readers: a gateway process's memory under 200 non-reading clients (cmd/mcpfleet, without -race)" \
+	go test -count=1 -run '^TestSlowReadersMemory$' -v ./cmd/mcpfleet
+
 # The deployment artefacts are nested modules, so that the binary's own
 # module gains neither go-containerregistry nor Helm and the Kubernetes API.
 deploy_image() {
