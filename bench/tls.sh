@@ -18,15 +18,21 @@
 # over https for the TLS targets), each round visiting every target in turn.
 # Prints, per run, requests/s, p99 and the target's CPU per request
 # (user+system time over the run divided by its requests; nginx's worker),
-# then the medians. Everything it starts is killed on exit; loopback only.
+# then the medians. Then, when h2load (Debian's nghttp2-client) is there,
+# the same rounds over HTTP/2 against every TLS target: h2load with
+# CONNECTIONS connections of STREAMS streams each, the same call (one
+# bearer token: h2load sends one set of headers), requests/s, mean latency
+# and CPU per request, then the medians. Everything it starts is killed on
+# exit; loopback only.
 #
-# Env: ROUNDS (3), DURATION (5s), CONNECTIONS (32),
+# Env: ROUNDS (3), DURATION (5s), CONNECTIONS (32), STREAMS (8),
 #      TARGETS ("mcpfleet-tls nginx-tls mcpfleet mcpfleet-std nginx").
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
 DUR=${DURATION:-5s}
 CONNS=${CONNECTIONS:-32}
+STREAMS=${STREAMS:-8}
 TARGETS=${TARGETS:-"mcpfleet-tls nginx-tls mcpfleet mcpfleet-std nginx"}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
@@ -151,3 +157,33 @@ awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]
 		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
 	END {printf "target\treq_per_s\tp99_ms\tcpu_us_per_req\n"
 		for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.0f\n", k, med(r,k,c[k]), med(p,k,c[k]), med(u,k,c[k])}}' "$WORK/runs.tsv" | column -t -s $'\t'
+
+command -v h2load >/dev/null || { log "h2load not found (apt-get install nghttp2-client): HTTP/2 not measured"; exit 0; }
+BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+printf '%s' "$BODY" >"$WORK/body.json"
+printf 'round\ttarget\treq_per_s\tmean_ms\tcpu_us_per_req\n' >"$WORK/h2.tsv"
+for round in $(seq "$ROUNDS"); do
+	for n in "${NAMES[@]}"; do
+		[[ ${SCHEME[$n]} == https ]] || continue
+		c0=$(cpu_ticks "${PID[$n]}")
+		timeout 120 h2load -D "${DUR%s}" -c "$CONNS" -m "$STREAMS" -d "$WORK/body.json" \
+			-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+			-H 'Mcp-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' -H 'Authorization: Bearer tok-1' \
+			"https://127.0.0.1:${PORT[$n]}/mcp" >"$WORK/h2load.txt" 2>&1 || true
+		c1=$(cpu_ticks "${PID[$n]}")
+		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" '
+			function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+			/^finished in/ {rps=$4} /^requests:/ {done=$6} /^status codes:/ {ok=$3}
+			/^time for request:/ {mean=ms($6)}
+			END {if (ok < done) printf "%s: %s requests done, %s 2xx\n", n, done, ok > "/dev/stderr"
+				printf "%s\t%s\t%.0f\t%.2f\t%.0f\n", r, n, rps, mean, (done > 0 ? c * 1e6 / tick / done : 0)}' "$WORK/h2load.txt" | tee -a "$WORK/h2.tsv"
+	done
+done
+echo
+echo "== HTTP/2 (h2load), medians over $ROUNDS rounds of $DUR, $CONNS connections x $STREAMS streams (req/s, mean ms, CPU us per request) =="
+awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]=$4; u[k,c[k]]=$5}
+	function med(a, k, n,   i, j, t, v) { for (i=1;i<=n;i++) v[i]=a[k,i]+0
+		for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (v[j]<v[i]) {t=v[i]; v[i]=v[j]; v[j]=t}
+		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
+	END {printf "target\treq_per_s\tmean_ms\tcpu_us_per_req\n"
+		for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.0f\n", k, med(r,k,c[k]), med(p,k,c[k]), med(u,k,c[k])}}' "$WORK/h2.tsv" | column -t -s $'\t'
