@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/config"
+	"github.com/mcpfleet/mcpfleet/internal/logwriter"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -102,12 +103,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel(&cfg)}))
+	// The log (an access log line per request) is written by one
+	// goroutine in batches, never on a request's; closed last, so that
+	// every line logged until the end of shutdown is written before the
+	// command returns.
+	lw := logwriter.New(stderr, logwriter.Options{})
+	defer lw.Close()
+	log := slog.New(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: logLevel(&cfg)}))
 	store.SetLogger(log)
 	gw, err := startGateway(cfg, *path, log)
 	if err != nil {
 		return err
 	}
+	gw.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mcpfleet_log_lines_dropped_total",
+		Help: "Log lines dropped because the log's buffer was full or its write failed.",
+	}, func() float64 { return float64(lw.Dropped()) }))
 	fmt.Fprintf(stdout, "mcpfleet: serving MCP at %s\n", mcpURL(cfg, gw.addr))
 	<-ctx.Done()
 	return gw.drainAndShutdown(time.Duration(cfg.DrainDelay), time.Duration(cfg.Grace))
