@@ -29,6 +29,7 @@ import (
 // client that reads is served throughout; the memory figures are logged
 // (docs/BENCHMARKS.md has them for a 60 s run:
 // MCPFLEET_SLOW_READERS_SECONDS=60 go test -run TestSlowReadersMemory -v ./cmd/mcpfleet).
+// Without the variable only the budget's setup runs, for 6 s.
 func TestSlowReadersMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -38,8 +39,11 @@ func TestSlowReadersMemory(t *testing.T) {
 		// they are not what a user runs, in memory nor in time.
 		t.Skip("measures a gateway process: run without -race (scripts/test.sh has a step for it)")
 	}
-	secs := 8
+	// The suite measures the budget's setup for 6 s; a measured run (the
+	// variable set) both setups, as long as it says.
+	secs, setups := 6, []struct{ name, cfg string }{{"memory_limit 256MiB", "memory_limit: 256MiB\n"}}
 	if s := os.Getenv("MCPFLEET_SLOW_READERS_SECONDS"); s != "" {
+		setups = append([]struct{ name, cfg string }{{"defaults", ""}}, setups...)
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 600 {
 			t.Fatalf("MCPFLEET_SLOW_READERS_SECONDS=%q: want 1 to 600", s)
@@ -52,10 +56,7 @@ func TestSlowReadersMemory(t *testing.T) {
 		startReplica(t, name, addr)
 		fmt.Fprintf(&ups, "  - {name: %s, url: 'http://%s/mcp'}\n", name, addr)
 	}
-	for _, setup := range []struct{ name, cfg string }{
-		{"defaults", ""},
-		{"memory_limit 256MiB", "memory_limit: 256MiB\n"},
-	} {
+	for _, setup := range setups {
 		t.Run(setup.name, func(t *testing.T) { // one at a time: each alone loads two cores
 			gw := testproc.FreeAddr(t)
 			cfg := "listen: " + gw + "\nwrite_timeout: 1s\nkeepalive: 200ms\ngrace: 1s\n" + setup.cfg + "upstreams:\n" + ups.String()
@@ -92,11 +93,16 @@ func TestSlowReadersMemory(t *testing.T) {
 			var peakRSS, peakQ int64
 			var served int
 			start := time.Now()
-			open := len(conns)
-			// The measured time, then until every non-reader is let go: a
-			// connection's send buffer (sse_send_buffer) fills first, at
-			// 40 KiB/s of progress, then the write timeout lets it go.
-			for time.Since(start) < time.Duration(secs)*time.Second || (open > 0 && time.Since(start) < time.Duration(secs+45)*time.Second) {
+			// A non-reader stalls once the gateway's send buffer for it
+			// (sse_send_buffer, 256 KiB) is full and no longer moves: the
+			// next write waits, and the write timeout lets it go. At 40
+			// KiB/s of progress that takes about 13 s; on a machine busy
+			// elsewhere the replicas make progress slower, which delays
+			// the stall, not the let-go: that is timed from the stall.
+			open, stalled, worst := len(conns), make([]time.Time, len(conns)), time.Duration(0)
+			queued, closed := make([]int64, len(conns)), make([]bool, len(conns))
+			const letGoBy = 10 * time.Second // the write timeout (1 s) and sampling, with room
+			for time.Since(start) < time.Duration(secs)*time.Second || (open > 0 && time.Since(start) < time.Duration(secs+50)*time.Second) {
 				select {
 				case <-cmd.exited:
 					t.Fatal("the gateway exited")
@@ -110,18 +116,46 @@ func TestSlowReadersMemory(t *testing.T) {
 				rss, q := rssOf(t, cmd.pid), sendQueue(t, port)
 				peakRSS, peakQ = max(peakRSS, rss), max(peakQ, q)
 				open = 0
-				for _, c := range conns {
-					if established(t, c) {
-						open++
+				now := time.Now()
+				socks := gatewaySockets(t, port)
+				for i, c := range conns {
+					if closed[i] {
+						continue
 					}
+					_, cport, _ := net.SplitHostPort(c.LocalAddr().String())
+					tx, up := socks[cport]
+					if !up {
+						closed[i] = true
+						if !stalled[i].IsZero() {
+							worst = max(worst, now.Sub(stalled[i]))
+						}
+						continue
+					}
+					open++
+					if tx >= 200<<10 && tx == queued[i] && stalled[i].IsZero() {
+						stalled[i] = now
+					}
+					queued[i] = tx
 				}
 				time.Sleep(time.Second)
 			}
-			if open > 0 {
-				t.Errorf("%d of 200 non-readers still connected after %v", open, time.Since(start).Round(time.Second))
+			never := 0
+			for i := range conns {
+				switch {
+				case !closed[i] && stalled[i].IsZero():
+					never++
+				case !closed[i]:
+					t.Errorf("a non-reader stalled %v before the end and is still connected", time.Since(stalled[i]).Round(time.Second))
+				}
 			}
-			t.Logf("%s, %v: RSS %.0f MiB at start, peak %.0f MiB (grew %.0f MiB); kernel send queue peak %.1f MiB; %d calls of the reading client served; every non-reader let go",
-				setup.name, time.Since(start).Round(time.Second), mib(rss0), mib(peakRSS), mib(peakRSS-rss0), mib(peakQ), served)
+			if worst > letGoBy {
+				t.Errorf("a non-reader was let go %v after it stalled, want within %v", worst, letGoBy)
+			}
+			if never > 0 {
+				t.Logf("the gateway's send buffer of %d of 200 non-readers never filled in %v (the replicas made progress slowly on a busy machine): not judged", never, time.Since(start).Round(time.Second))
+			}
+			t.Logf("%s, %v: RSS %.0f MiB at start, peak %.0f MiB (grew %.0f MiB); kernel send queue peak %.1f MiB; %d calls of the reading client served; non-readers let go at worst %v after they stalled",
+				setup.name, time.Since(start).Round(time.Second), mib(rss0), mib(peakRSS), mib(peakRSS-rss0), mib(peakQ), served, worst.Round(time.Second))
 		})
 	}
 }
@@ -176,9 +210,10 @@ func rssOf(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// tcpSockets calls f with the local port, state and send queue of every
-// IPv4 and IPv6 TCP socket of the machine (/proc/net/tcp, proc(5)).
-func tcpSockets(t *testing.T, f func(port, state string, txQueue int64)) {
+// tcpSockets calls f with the local port, state, send and receive queue
+// of every IPv4 and IPv6 TCP socket of the machine (/proc/net/tcp,
+// proc(5)).
+func tcpSockets(t *testing.T, f func(port, remote, state string, txQueue, rxQueue int64)) {
 	t.Helper()
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(file)
@@ -192,12 +227,14 @@ func tcpSockets(t *testing.T, f func(port, state string, txQueue int64)) {
 			if len(fs) < 5 {
 				continue
 			}
-			local, queues := fs[1], fs[4]
+			local, rem, queues := fs[1], fs[2], fs[4]
 			port, err := strconv.ParseInt(local[strings.LastIndexByte(local, ':')+1:], 16, 32)
-			tx, _, _ := strings.Cut(queues, ":")
+			rport, err4 := strconv.ParseInt(rem[strings.LastIndexByte(rem, ':')+1:], 16, 32)
+			tx, rx, _ := strings.Cut(queues, ":")
 			n, err2 := strconv.ParseInt(tx, 16, 64)
-			if err == nil && err2 == nil {
-				f(strconv.FormatInt(port, 10), fs[3], n)
+			m, err3 := strconv.ParseInt(rx, 16, 64)
+			if err == nil && err2 == nil && err3 == nil && err4 == nil {
+				f(strconv.FormatInt(port, 10), strconv.FormatInt(rport, 10), fs[3], n, m)
 			}
 		}
 	}
@@ -206,7 +243,7 @@ func tcpSockets(t *testing.T, f func(port, state string, txQueue int64)) {
 // sendQueue sums the send queues of the sockets on local port port.
 func sendQueue(t *testing.T, port string) int64 {
 	var sum int64
-	tcpSockets(t, func(p, _ string, tx int64) {
+	tcpSockets(t, func(p, _, _ string, tx, _ int64) {
 		if p == port {
 			sum += tx
 		}
@@ -214,14 +251,17 @@ func sendQueue(t *testing.T, port string) int64 {
 	return sum
 }
 
-// established says whether the client connection c is still established.
-func established(t *testing.T, c net.Conn) bool {
-	_, port, _ := net.SplitHostPort(c.LocalAddr().String())
-	found := false
-	tcpSockets(t, func(p, state string, _ int64) {
-		found = found || (p == port && state == "01")
+// gatewaySockets maps the client port of every established socket of the
+// gateway on port to what its send queue holds: a client connection is
+// there while the gateway has not let it go.
+func gatewaySockets(t *testing.T, port string) map[string]int64 {
+	m := map[string]int64{}
+	tcpSockets(t, func(p, remote, state string, tx, _ int64) {
+		if p == port && state == "01" {
+			m[remote] = tx
+		}
 	})
-	return found
+	return m
 }
 
 // initializeRaw opens a 2025-11-25 session through gw and returns its ID.

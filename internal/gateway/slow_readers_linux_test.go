@@ -87,8 +87,8 @@ func TestSlowReadersLetGo(t *testing.T) {
 			// timeout fires late, and so does the watch, by a few such
 			// delays in turn: the figure then measures the machine.
 			if w.worst > time.Second+slack {
-				if late > slack/5 {
-					t.Logf("a non-reading client was let go %v after it stopped reading, over %v, on a CPU-starved run (timers %v late): not judged", w.worst, time.Second+slack, late)
+				if late > slack/5 || busy >= bottleneck.SaturatedAt {
+					t.Logf("a non-reading client was let go %v after it stopped reading, over %v, on a CPU-starved run (timers %v late, the machine %.0f%% busy): not judged", w.worst, time.Second+slack, late, busy*100)
 				} else {
 					t.Errorf("a non-reading client was let go %v after it stopped reading, want within %v", w.worst, time.Second+slack)
 				}

@@ -288,10 +288,7 @@ func Nginx(s Spec) ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	listen := s.Listen
-	if strings.HasPrefix(listen, ":") {
-		listen = strings.TrimPrefix(listen, ":")
-	}
+	listen := strings.TrimPrefix(s.Listen, ":")
 	tmpl, v := nginxTemplate, any(nil)
 	if len(s.Services) > 0 {
 		tmpl, v = nginxServicesTemplate, nginxServices(s, listen)
