@@ -26,21 +26,14 @@ func TestServeVerifiesTokens(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: "k", Algorithm: "ES256"}}})
-	dir := t.TempDir()
-	keys := filepath.Join(dir, "jwks.json")
-	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	k, keys := writeJWKS(t)
+	dir := filepath.Dir(keys)
 	_, ups := limitsFleet(t)
 	gws, _ := startGateways(t, 1, ups+"auth: {jwks_file: '"+keys+"', issuers: ['https://idp'], audiences: [mcp]}\n")
 	if a, err := tryCall(gws[0], "not-a-jwt", 0); err != nil || a.status != 401 {
 		t.Fatalf("an opaque token: %+v %v, want 401", a, err)
 	}
-	s, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k"))
-	tok, _ := josejwt.Signed(s).Claims(josejwt.Claims{Issuer: "https://idp", Subject: "alice", Audience: josejwt.Audience{"mcp"},
-		Expiry: josejwt.NewNumericDate(time.Now().Add(time.Hour))}).Serialize()
+	tok := signToken(k, "mcp")
 	if a, err := tryCall(gws[0], tok, 0); err != nil || a.status != 200 {
 		t.Fatalf("a valid token: %+v %v", a, err)
 	}
@@ -61,13 +54,8 @@ func TestServicesVerifyTheirOwnAudience(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: "k", Algorithm: "ES256"}}})
-	dir := t.TempDir()
-	keys := filepath.Join(dir, "jwks.json")
-	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	k, keys := writeJWKS(t)
+	dir := filepath.Dir(keys)
 	gh, jira := testproc.FreeAddr(t), testproc.FreeAddr(t)
 	startReplica(t, "github-1", gh)
 	startReplica(t, "jira-1", jira)
@@ -78,9 +66,7 @@ func TestServicesVerifyTheirOwnAudience(t *testing.T) {
 		"  - {name: jira, path: /jira/mcp, auth: {audiences: [jira]}, upstreams: [{url: 'http://"+jira+"/mcp'}]}\n"), 0o600)
 	startProcess(t, "serve", "--config", cfg)
 	testproc.WaitReady(t, "http://"+gw+"/readyz")
-	s, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k"))
-	tok, _ := josejwt.Signed(s).Claims(josejwt.Claims{Issuer: "https://idp", Subject: "alice", Audience: josejwt.Audience{"github"},
-		Expiry: josejwt.NewNumericDate(time.Now().Add(time.Hour))}).Serialize()
+	tok := signToken(k, "github")
 	call := func(path string) *http.Response {
 		t.Helper()
 		resp, err := post2026(gw+path, "tools/call", "whoami", `"name":"whoami","arguments":{}`, 1, map[string]string{"Authorization": "Bearer " + tok})
@@ -99,4 +85,25 @@ func TestServicesVerifyTheirOwnAudience(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(challenge, `resource_metadata="http://`+gw+`/.well-known/oauth-protected-resource/jira/mcp"`) {
 		t.Errorf("github's token at jira: %d, challenge %q; want 401 naming jira's document", resp.StatusCode, challenge)
 	}
+}
+
+// writeJWKS makes an ES256 key and writes its public half as a JWKS file
+// (key ID "k") in a temporary directory.
+func writeJWKS(t *testing.T) (*ecdsa.PrivateKey, string) {
+	t.Helper()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &k.PublicKey, KeyID: "k", Algorithm: "ES256"}}})
+	keys := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return k, keys
+}
+
+// signToken is alice's token from https://idp for audience, an hour long.
+func signToken(k *ecdsa.PrivateKey, audience string) string {
+	s, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k"))
+	tok, _ := josejwt.Signed(s).Claims(josejwt.Claims{Issuer: "https://idp", Subject: "alice", Audience: josejwt.Audience{audience},
+		Expiry: josejwt.NewNumericDate(time.Now().Add(time.Hour))}).Serialize()
+	return tok
 }
