@@ -38,6 +38,15 @@ func (a *annotations) readOnly(tool string) bool {
 	return a.safe[tool].readOnly
 }
 
+// knows reports whether the replicas declared tool in a tools/list the
+// gateway relayed or listed.
+func (a *annotations) knows(tool string) bool {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	_, ok := a.safe[tool]
+	return ok
+}
+
 // safeToRepeat reports whether a request may run twice: methods that only
 // read, and calls of tools declared read-only or idempotent.
 func (a *annotations) safeToRepeat(q *request) bool {

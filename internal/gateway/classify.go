@@ -20,6 +20,7 @@ type request struct {
 	// upstreamSession is the replica's own session ID, opened from sessionID.
 	upstreamSession string
 	label           string // the JSON-RPC method as metrics show it
+	version         string // MCP-Protocol-Version as the client sent it
 	key             uint64 // the caller's routing key, once keyed (routingKey)
 	keyed           bool
 	verified        *identity.Verified // the caller, when the gateway verified its token
@@ -53,6 +54,7 @@ func (g *Gateway) classify(w http.ResponseWriter, r *http.Request) (*request, *m
 		q.sessionID = ids[0]
 	}
 	version := r.Header.Get(mcpmsg.HeaderProtocolVersion)
+	q.version = version
 	if r.Method != http.MethodPost {
 		q.era = mcpmsg.EraOf(q.sessionID, version, nil)
 		return q, nil

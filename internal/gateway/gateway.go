@@ -42,6 +42,7 @@ type Gateway struct {
 	cap         *capacity     // max_inflight; nil when no replica has one
 	tw          *toolWatch    // every replica's tools; nil when off
 	mem         *memoryBudget // nil without Options.MemoryLimit
+	tr          *tracing      // nil without Options.Tracer
 	started     time.Time     // for the fleet view's uptime
 
 	// recent keeps the events of the legacy POST streams being relayed,
@@ -108,6 +109,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		stores:        &storeCheck{check: o.StoreCheck, now: time.Now},
 		cap:           newCapacity(&o),
 	}
+	g.tr = newTracing(o.Tracer, o.Meter)
 	g.mem = newMemoryBudget(&o, log)
 	if g.mem != nil {
 		go g.mem.run(base)
@@ -219,6 +221,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q, rerr := g.classify(w, r)
 	q.verified = verified
 	rec.q = q
+	if g.tr != nil {
+		r = g.startSpan(r, q, rec)
+	}
 	if rerr != nil {
 		rec.reject(w, rerr, q.id())
 		return

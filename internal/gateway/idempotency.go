@@ -61,6 +61,7 @@ func (g *Gateway) claimOrAnswer(ctx context.Context, w http.ResponseWriter, q *r
 		out, err := g.idem.Claim(ctx, key, g.opts.IdempotencyLease)
 		if err == nil && out.State == idem.Running {
 			g.metrics.idempotency.WithLabelValues("waited").Inc()
+			rec.idem = "waited"
 			out, err = g.idem.Wait(ctx, key)
 		}
 		switch {
@@ -69,12 +70,15 @@ func (g *Gateway) claimOrAnswer(ctx context.Context, w http.ResponseWriter, q *r
 			return nil, true
 		case err != nil:
 			g.metrics.idempotency.WithLabelValues("unavailable").Inc()
+			rec.idem = "unavailable"
 			g.log.Warn("idempotency store unavailable: running without deduplication", "error", err)
 			return nil, false
 		case out.State == idem.Claimed:
+			rec.idem = "claimed"
 			return &claim{key: key, token: out.Token, ttl: ttl}, false
 		case out.State == idem.Done:
 			g.metrics.idempotency.WithLabelValues("replayed").Inc()
+			rec.idem = "replayed"
 			g.answerRecorded(w, q, out.Result, rec)
 			return nil, true
 		}

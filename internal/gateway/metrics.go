@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/mcpfleet/mcpfleet/internal/session"
+	"github.com/mcpfleet/mcpfleet/internal/telemetry"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,6 +19,8 @@ type Metrics struct {
 	reg           prometheus.Registerer // root, under the service label if any
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
+	serverOps     *prometheus.HistogramVec // mcp.server.operation.duration
+	clientOps     *prometheus.HistogramVec // mcp.client.operation.duration
 	streams       prometheus.Gauge
 	keepAlives    prometheus.Counter
 	retries       *prometheus.CounterVec
@@ -66,6 +69,19 @@ func newMetrics(g *Gateway) *Metrics {
 			Help:    "Time from request to the end of its answer (streams included).",
 			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60, 300},
 		}, []string{"method", "era"}),
+		// The MCP semantic conventions' two durations, in their buckets,
+		// under Prometheus names (OpenTelemetry's mapping: dots to
+		// underscores, the unit as a suffix).
+		serverOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_server_operation_duration_seconds",
+			Help:    "MCP request duration as the gateway, the client's server, saw it: from the request to the end of its answer (OpenTelemetry semantic conventions for MCP). gen_ai_tool_name is _OTHER for a tool no replica declared.",
+			Buckets: telemetry.OperationBuckets,
+		}, []string{"mcp_method_name", "gen_ai_tool_name", "error_type"}),
+		clientOps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_client_operation_duration_seconds",
+			Help:    "Each attempt at a replica, from sending the request to its answer's head (OpenTelemetry semantic conventions for MCP).",
+			Buckets: telemetry.OperationBuckets,
+		}, []string{"mcp_method_name", "gen_ai_tool_name", "error_type", "replica"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mcpfleet_open_streams",
 			Help: "SSE streams being relayed now.",
@@ -180,7 +196,7 @@ func newMetrics(g *Gateway) *Metrics {
 			}
 			return float64(g.opts.Limits.Held())
 		}))
-	m.reg.MustRegister(m.noneEligible, m.healthChanges, m.idempotency, m.requests, m.duration, m.streams, m.keepAlives, m.retries, m.sessionMisses,
+	m.reg.MustRegister(m.noneEligible, m.healthChanges, m.idempotency, m.requests, m.duration, m.serverOps, m.clientOps, m.streams, m.keepAlives, m.retries, m.sessionMisses,
 		&fleetCollector{g: g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_tasks",

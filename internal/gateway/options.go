@@ -3,6 +3,8 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
@@ -18,6 +20,13 @@ import (
 // Options configures a Gateway. The zero value of each field means the
 // default its comment gives.
 type Options struct {
+	// Tracer, when not nil, traces every request by the OpenTelemetry
+	// semantic conventions for MCP (trace.go); nil turns tracing off.
+	Tracer trace.Tracer
+	// Meter, with Tracer, records mcp.server.operation.duration and
+	// mcp.client.operation.duration for export; nil records them on
+	// /metrics only.
+	Meter metric.Meter
 	// Path is where the MCP endpoint is served; "" means "/mcp".
 	Path string
 	// Balance is how new sessions and 2026-07-28 requests spread over the

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
@@ -33,6 +35,16 @@ type record struct {
 	events         int
 	keepAlives     int
 	bytes          int64
+
+	// For tracing (trace.go): the spans, and what the gateway decided.
+	span         trace.Span     // the server span; nil when tracing is off
+	attempt      trace.Span     // the answering attempt's client span
+	attemptStart time.Time      // when that attempt began
+	route        string         // pinned, or the balance policy that picked
+	idem         string         // idempotency: claimed, waited, replayed, unavailable
+	resume       string         // a resume: replayed (from the store), at_replica, gone, expired
+	answer       mcpmsg.Outcome // the relayed answer's error code or isError, when read
+	rejectCode   int64          // the gateway's own JSON-RPC error code, when it answered
 }
 
 func (g *Gateway) begin(r *http.Request) *record {
@@ -41,7 +53,7 @@ func (g *Gateway) begin(r *http.Request) *record {
 
 // reject answers with the gateway's own JSON-RPC error.
 func (rec *record) reject(w http.ResponseWriter, e *mcpmsg.Error, id []byte) {
-	rec.rejected, rec.status = true, e.Status
+	rec.rejected, rec.status, rec.rejectCode = true, e.Status, int64(e.Code)
 	writeError(w, e, id)
 }
 
@@ -81,6 +93,15 @@ func (g *Gateway) finish(rec *record) {
 	}
 	g.metrics.requests.WithLabelValues(label, era, replica, out).Inc()
 	g.metrics.duration.WithLabelValues(label, era).Observe(d.Seconds())
+	g.observeOperation(rec, d, out)
+	if g.tr != nil {
+		if rec.span == nil {
+			// Refused before it was read (host, method, credential): a
+			// span all the same.
+			g.startSpan(rec.r, rec.q, rec)
+		}
+		g.endSpan(rec, d, out)
+	}
 	g.log.LogAttrs(rec.r.Context(), slog.LevelInfo, "request",
 		slog.String("http_method", rec.r.Method),
 		slog.String("method", label),

@@ -195,7 +195,7 @@ func (s *stream) writeTo(sw *sse.Writer, block []byte, at *session.EventID) erro
 // request's answer: for a task it creates, the tools a list declares, an
 // idempotent result to record, or an answer to cache.
 func (g *Gateway) watchesAnswer(q *request, rec *record) bool {
-	return watchesTasks(q) || watchesTools(q) || rec.claim != nil || rec.cachePlan != nil
+	return watchesTasks(q) || watchesTools(q) || rec.claim != nil || rec.cachePlan != nil || (rec.span != nil && rec.span.IsRecording())
 }
 
 func isEventStream(contentType string) bool {

@@ -64,14 +64,17 @@ func (g *Gateway) openStream(w http.ResponseWriter, r *http.Request, q *request,
 		switch {
 		case err == nil:
 			g.streamMetrics.resumes.WithLabelValues("replayed").Inc()
+			rec.resume = "replayed"
 			g.serveReplay(w, r, cur, rec)
 			return r, true
 		case errors.Is(err, streams.ErrGone):
 			g.streamMetrics.resumes.WithLabelValues("gone").Inc()
+			rec.resume = "gone"
 			rec.reject(w, errStreamGone, nil)
 			return r, true
 		default:
 			g.streamMetrics.resumes.WithLabelValues("expired").Inc()
+			rec.resume = "expired"
 			rec.reject(w, errStreamGone, nil)
 			return r, true
 		}
@@ -79,6 +82,7 @@ func (g *Gateway) openStream(w http.ResponseWriter, r *http.Request, q *request,
 	out := r.Clone(r.Context())
 	if id.Upstream != "" {
 		g.streamMetrics.resumes.WithLabelValues("replica").Inc()
+		rec.resume = "at_replica"
 		out.Header.Set(lastEventID, id.Upstream)
 	} else {
 		// A standalone stream nobody kept: a new one, as the client would

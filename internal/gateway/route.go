@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"net/http"
 	"time"
@@ -97,6 +98,9 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 	if t.pinned == nil {
 		in = g.pickInput(r, q, t.snap)
 		ok = g.toolFilter(q, t.snap, in)
+		rec.route = g.opts.Balance.String()
+	} else {
+		rec.route = "pinned"
 	}
 	for retries := 0; ; retries++ {
 		rep, idx := t.pinned, -1
@@ -119,11 +123,16 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 			}
 		}
 		rec.replica, rec.attempts = rep.Name(), rec.attempts+1
-		resp, outcome, err := g.attemptResume(ctx, r, q, rep)
+		actx, span := g.startAttempt(ctx, q, rep, rec.attempts)
+		began := time.Now()
+		resp, outcome, err := g.attemptResume(actx, r, q, rep)
 		if err == nil {
-			rec.rep = rep
+			rec.rep, rec.attempt, rec.attemptStart = rep, span, began
+			g.observeAttempt(q, rep, "", began)
 			return sent{resp: resp, rep: rep, place: p}
 		}
+		g.observeAttempt(q, rep, outcomeName(outcome), began)
+		g.endAttempt(span, outcomeName(outcome))
 		p.Done()
 		g.log.Warn("forwarding failed", "replica", rep.Name(), "outcome", outcomeName(outcome), "error", err)
 		if ctx.Err() != nil {
@@ -206,7 +215,11 @@ var errDrainingAnswer = errors.New("replica is draining")
 // again unless it returns an answer.
 func (g *Gateway) attempt(ctx context.Context, r *http.Request, q *request, rep *upstream.Replica) (*http.Response, balance.Outcome, error) {
 	rep.Acquire()
-	resp, delivered, err := g.fwd.forwardAt(ctx, q.endpoint(rep), r, q.body, q.upstreamSession, q.target)
+	in, body := r, q.body
+	if g.tr != nil && trace.SpanContextFromContext(ctx).IsValid() {
+		in, body = outbound(ctx, r, q)
+	}
+	resp, delivered, err := g.fwd.forwardAt(ctx, q.endpoint(rep), in, body, q.upstreamSession, q.target)
 	if err != nil {
 		rep.Release()
 		if !delivered {

@@ -64,6 +64,11 @@ func (g *Gateway) noteTask(msg []byte, replica string) {
 // tool annotations of a tools/list.
 func (g *Gateway) noteAnswer(q *request, msg []byte, rec *record) {
 	noteResult(rec, q, msg)
+	if rec.span != nil {
+		if o, ok := mcpmsg.AnswerOutcome(msg); ok {
+			rec.answer = o
+		}
+	}
 	g.keepAnswer(q, msg, rec)
 	replica := rec.replica
 	switch {

@@ -15,6 +15,7 @@ func FuzzParse(f *testing.F) {
 		`[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","id":1,"result":null}]`,
 		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"a\u0041\n"}}`,
 		`{"jsonrpc":"2.0","id":-1.5e3,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"k=v","baggage":"a=b"}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -46,13 +47,25 @@ func FuzzParse(f *testing.F) {
 		if m.Method == "" || json.Unmarshal(top["params"], &params) != nil {
 			return
 		}
-		var name, version string
+		var name, version, parent, state, bag string
 		if key := nameMember(m.Method); key != "" {
 			_ = json.Unmarshal(params[key], &name)
 		}
 		var meta map[string]json.RawMessage
 		if json.Unmarshal(params["_meta"], &meta) == nil {
 			_ = json.Unmarshal(meta[MetaKeyProtocolVersion], &version)
+			_ = json.Unmarshal(meta["traceparent"], &parent)
+			_ = json.Unmarshal(meta["tracestate"], &state)
+			_ = json.Unmarshal(meta["baggage"], &bag)
+		}
+		if m.Trace.Traceparent != parent || m.Trace.Tracestate != state || m.Trace.Baggage != bag {
+			t.Errorf("trace = %+v, encoding/json says %q %q %q", m.Trace, parent, state, bag)
+		}
+		if at := m.Trace.ParentAt; at != [2]int{} {
+			var v string
+			if json.Unmarshal(body[at[0]:at[1]], &v) != nil || v != parent {
+				t.Errorf("traceparent at %v is %q, want %q", at, body[at[0]:at[1]], parent)
+			}
 		}
 		if m.Name != name {
 			t.Errorf("name = %q, encoding/json says %q", m.Name, name)
@@ -71,6 +84,36 @@ func FuzzParseTaskResult(f *testing.F) {
 		id, _, ok := ParseTaskResult(body)
 		if ok && !bytes.Contains(body, []byte("task")) {
 			t.Fatalf("task %q reported from %q", id, body)
+		}
+	})
+}
+
+// FuzzAnswerOutcome: an answer's error code and isError are what a full
+// decode finds.
+func FuzzAnswerOutcome(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[],"isError":true}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"x"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		o, ok := AnswerOutcome(body)
+		if !ok {
+			return
+		}
+		var top struct {
+			Result *struct {
+				IsError bool `json:"isError"`
+			} `json:"result"`
+			Error *struct {
+				Code int64 `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(body, &top) != nil {
+			t.Fatalf("AnswerOutcome accepted %q, which encoding/json does not", body)
+		}
+		if o.HasError != (top.Error != nil) || (top.Error != nil && o.Code != top.Error.Code) {
+			t.Errorf("outcome %+v, encoding/json says error %+v", o, top.Error)
+		}
+		if top.Result != nil && o.IsError != top.Result.IsError {
+			t.Errorf("outcome %+v, encoding/json says isError %v", o, top.Result.IsError)
 		}
 	})
 }

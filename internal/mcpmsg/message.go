@@ -50,6 +50,29 @@ type Message struct {
 	HasInitialize bool
 	// IdempotencyKey is params._meta["io.mcpfleet/idempotency-key"].
 	IdempotencyKey string
+	// Trace is the W3C trace context the message carries in params._meta
+	// (SEP-414): traceparent, tracestate and baggage, as written.
+	Trace TraceMeta
+}
+
+// TraceMeta is the trace context of a message's params._meta (SEP-414).
+type TraceMeta struct {
+	Traceparent, Tracestate, Baggage string
+	// ParentAt is where the traceparent's JSON string (quotes included)
+	// is in the body, [start, end); zero when absent. A gateway that
+	// continues the trace rewrites it there (ReplaceAt).
+	ParentAt [2]int
+}
+
+// ReplaceAt returns a copy of body with body[at[0]:at[1]] replaced by the
+// JSON string of v. v must need no escaping (a traceparent does not).
+func ReplaceAt(body []byte, at [2]int, v string) []byte {
+	out := make([]byte, 0, len(body)-(at[1]-at[0])+len(v)+2)
+	out = append(out, body[:at[0]]...)
+	out = append(out, '"')
+	out = append(out, v...)
+	out = append(out, '"')
+	return append(out, body[at[1]:]...)
 }
 
 // MetaKeyIdempotency is the _meta member by which a client marks a
@@ -145,6 +168,7 @@ func parseBatch(b []byte, i int, m *Message) (int, error) {
 // parseOne reads one message object at b[i] == '{'.
 func parseOne(b []byte, i int, m *Message) (int, error) {
 	var version, params []byte
+	var paramsAt int
 	var hasResult bool
 	end, err := eachMember(b, i, 1, func(key []byte, s, e int) error {
 		switch string(key) {
@@ -165,7 +189,7 @@ func parseOne(b []byte, i int, m *Message) (int, error) {
 				m.ID = b[s:e]
 			}
 		case "params":
-			params = b[s:e]
+			params, paramsAt = b[s:e], s
 		case "result", "error":
 			hasResult = true
 		}
@@ -192,7 +216,7 @@ func parseOne(b []byte, i int, m *Message) (int, error) {
 	}
 	m.HasInitialize = m.Method == "initialize"
 	if m.Method != "" && len(params) > 0 && params[0] == '{' {
-		if err := parseParams(params, m); err != nil {
+		if err := parseParams(params, paramsAt, m); err != nil {
 			return 0, err
 		}
 	}
@@ -213,7 +237,7 @@ func nameMember(method string) string {
 	return ""
 }
 
-func parseParams(p []byte, m *Message) error {
+func parseParams(p []byte, at int, m *Message) error {
 	want := nameMember(m.Method)
 	_, err := eachMember(p, 0, 2, func(key []byte, s, e int) error {
 		switch {
@@ -234,6 +258,18 @@ func parseParams(p []byte, m *Message) error {
 				case MetaKeyIdempotency:
 					v, err := rawString(p[s+ms : s+me])
 					m.IdempotencyKey = v
+					return err
+				case "traceparent":
+					v, err := rawString(p[s+ms : s+me])
+					m.Trace.Traceparent, m.Trace.ParentAt = v, [2]int{at + s + ms, at + s + me}
+					return err
+				case "tracestate":
+					v, err := rawString(p[s+ms : s+me])
+					m.Trace.Tracestate = v
+					return err
+				case "baggage":
+					v, err := rawString(p[s+ms : s+me])
+					m.Trace.Baggage = v
 					return err
 				}
 				return nil
