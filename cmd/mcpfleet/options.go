@@ -29,6 +29,7 @@ import (
 // stores.go.
 func gatewayOptions(c *config.Config) (*gateway.Options, error) {
 	o := baseGatewayOptions(c)
+	withTelemetry(o)
 	o.NoIdempotency = c.Idempotency == "off"
 	to, err := toolOptions(c)
 	if err != nil {

@@ -111,6 +111,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer lw.Close()
 	log := slog.New(slog.NewJSONHandler(lw, &slog.HandlerOptions{Level: logLevel(&cfg)}))
 	store.SetLogger(log)
+	tel, err := startTelemetry(ctx, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry(tel, log)
+	serveTelemetry.Store(tel)
+	defer serveTelemetry.Store(nil)
 	gw, err := startGateway(cfg, *path, log)
 	if err != nil {
 		return err

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/telemetry"
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 )
 
@@ -30,6 +32,7 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.Var(&addTools, "add-tool", "serve one more tool of this `name` (it answers its name), as a new version of the server would; repeatable")
 	fs.Var(&describe, "describe", "serve the tool named before = with this description instead (`tool=text`): a changed definition; repeatable")
 	resourceMetadata := fs.Bool("resource-metadata", false, "serve an OAuth protected-resource document (RFC 9728) at /.well-known/oauth-protected-resource and its path-suffixed forms, naming this replica")
+	otlp := fs.String("otlp-endpoint", "", "export a span per /mcp request over OTLP/HTTP to this base `URL` (such as http://127.0.0.1:4318), under the trace context the request brings (default off)")
 	stateless := fs.Bool("stateless", false, "serve 2025-11-25 requests with the SDK's stateless handler too: no sessions, any replica answers any request")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -69,6 +72,14 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		defer l.Close()
 		opts.Ledger = l
+	}
+	if *otlp != "" {
+		tel, err := telemetry.Start(ctx, telemetry.Config{Endpoint: *otlp, Default: "mcpfleet-testserver"}, "github.com/mcpfleet/mcpfleet/internal/testserver", os.Getenv)
+		if err != nil {
+			return usageError{fmt.Errorf("-otlp-endpoint: %w", err)}
+		}
+		defer stopTelemetry(tel, log)
+		opts.Tracer = tel.Tracer
 	}
 	srv, err := testserver.New(*name, opts)
 	if err != nil {

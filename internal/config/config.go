@@ -177,6 +177,8 @@ type Config struct {
 	// of the MCP listener (SO_SNDBUF), which bounds what a client that
 	// stops reading holds in the kernel; 0 leaves the kernel's own.
 	SSESendBuffer Size `yaml:"sse_send_buffer"`
+	// Telemetry exports traces and metrics over OTLP (telemetry.go).
+	Telemetry Telemetry `yaml:"telemetry"`
 }
 
 // Discovery finds replicas as every A/AAAA record of a DNS name, such as a
@@ -385,6 +387,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateDiscovery(bad)
 	c.validateHealthCheck(bad)
+	c.validateTelemetry(bad)
 	seen := map[string]bool{}
 	for i, u := range c.Upstreams {
 		key := fmt.Sprintf("upstreams[%d]", i)

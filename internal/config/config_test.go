@@ -109,6 +109,12 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"bad sse_url", "upstreams:\n  - url: http://127.0.0.1:1/mcp\n    sse_url: ftp://x/sse\n", "upstreams[0].sse_url"},
 		{"sse_url with a query", "upstreams:\n  - url: http://127.0.0.1:1/mcp\n    sse_url: http://x/sse?k=1\n", "upstreams[0].sse_url"},
 		{"discovery sse_path", "discovery: {dns_name: mcp.svc, port: 1, sse_path: sse}\n", "discovery.sse_path"},
+		{"otlp endpoint not a url", base + "telemetry: {otlp_endpoint: \"127.0.0.1:4318\"}\n", "telemetry.otlp_endpoint"},
+		{"otlp endpoint with credentials", base + "telemetry: {otlp_endpoint: \"http://u:p@127.0.0.1:4318\"}\n", "telemetry.otlp_endpoint"},
+		{"otlp protocol", base + "telemetry: {protocol: http/json}\n", "telemetry.protocol"},
+		{"sample ratio over 1", base + "telemetry: {sample_ratio: 1.5}\n", "telemetry.sample_ratio"},
+		{"negative sample ratio", base + "telemetry: {sample_ratio: -0.1}\n", "telemetry.sample_ratio"},
+		{"unknown telemetry key", base + "telemetry: {endpoint: http://x}\n", "endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

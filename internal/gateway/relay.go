@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"mime"
 	"net/http"
@@ -116,6 +118,9 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			return
 		}
 		rec.events++
+		if rec.span != nil && rec.events <= maxSpanEvents {
+			rec.span.AddEvent("mcp.stream.event", trace.WithAttributes(attribute.Int("mcpfleet.stream.event", rec.events)))
+		}
 		watch, inval := g.watchesAnswer(q, rec), g.opts.Cache != nil
 		relist := g.tw != nil && bytes.Contains(block, listChanged)
 		if watch || inval || relist {

@@ -46,6 +46,9 @@ func (g *Gateway) serveSSEMessage(w http.ResponseWriter, r *http.Request, q *req
 		return
 	}
 	q.label = mcpmsg.MethodLabel(q.msg.Method)
+	if g.tr != nil {
+		r = g.startSpan(r, q, rec)
+	}
 	rep, err := g.openEndpoint(token, q)
 	if err != nil {
 		rec.reject(w, err, q.id())

@@ -65,6 +65,9 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) bool {
 	if method == http.MethodGet && g.refuseForMemory(w, r, q, rec) {
 		return true // a new stream is a new session of this transport
 	}
+	if method == http.MethodGet && g.tr != nil {
+		r = g.startSpan(r, q, rec) // one span for the stream's life, its events as span events
+	}
 	serve(w, r, q, rec)
 	return true
 }

@@ -30,6 +30,11 @@ import (
 // session's digest, the replica, what the gateway decided; never a header
 // value, a credential, a sealed ID or an argument.
 
+// maxSpanEvents bounds the events a stream's span records, one per relayed
+// event: a long-lived stream is one span, and its count of events the
+// attribute mcpfleet.stream.events.
+const maxSpanEvents = 64
+
 // tracing is the gateway's tracer and its OTLP instruments; nil when off.
 type tracing struct {
 	tracer trace.Tracer
@@ -50,38 +55,6 @@ func newTracing(t trace.Tracer, m metric.Meter) *tracing {
 	return tr
 }
 
-// metaCarrier reads the trace context of a message's _meta, and of the
-// headers for what _meta leaves out: _meta wins, as the MCP trace
-// propagation proposal (SEP-414) and its implementations have it.
-type metaCarrier struct {
-	meta mcpmsg.TraceMeta
-	h    http.Header
-}
-
-func (c metaCarrier) Get(key string) string {
-	fromMeta := c.meta.Traceparent != ""
-	switch key {
-	case "traceparent":
-		if fromMeta {
-			return c.meta.Traceparent
-		}
-	case "tracestate":
-		if fromMeta {
-			// The state goes with its parent: never one source's parent
-			// with the other's state.
-			return c.meta.Tracestate
-		}
-	case "baggage":
-		if c.meta.Baggage != "" {
-			return c.meta.Baggage
-		}
-	}
-	return c.h.Get(key)
-}
-
-func (metaCarrier) Set(string, string) {}
-func (metaCarrier) Keys() []string     { return []string{"traceparent", "tracestate", "baggage"} }
-
 // startSpan begins the request's server span, as a child of the trace
 // context the client sent, and returns r with it in its context.
 func (g *Gateway) startSpan(r *http.Request, q *request, rec *record) *http.Request {
@@ -92,7 +65,7 @@ func (g *Gateway) startSpan(r *http.Request, q *request, rec *record) *http.Requ
 	if q != nil {
 		meta = q.msg.Trace
 	}
-	ctx := telemetry.Propagator.Extract(r.Context(), metaCarrier{meta: meta, h: r.Header})
+	ctx := telemetry.Extract(r.Context(), r.Header, meta)
 	ctx, span := g.tr.tracer.Start(ctx, spanName(r, q),
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithTimestamp(rec.start),

@@ -75,7 +75,9 @@ func NewClient(mode, rawURL, master string) (redis.UniversalClient, error) {
 		// down that would add half a second to every call that fails open. Two quick attempts.
 		opts.DialerRetries = 2
 		opts.DialerRetryTimeout = 20 * time.Millisecond
-		return redis.NewClient(opts), nil
+		c := redis.NewClient(opts)
+		c.AddHook(traceHook{})
+		return c, nil
 	case ModeCluster:
 		if u, err := url.Parse(rawURL); err == nil && u.Path != "" && u.Path != "/" && u.Path != "/0" {
 			// A cluster has database 0 only; go-redis would ignore another.
@@ -103,6 +105,7 @@ func NewClient(mode, rawURL, master string) (redis.UniversalClient, error) {
 		}
 		cc := redis.NewClusterClient(opts)
 		cc.AddHook(reloadOnFailure{cc})
+		cc.AddHook(traceHook{})
 		return cc, nil
 	case ModeSentinel:
 		if master == "" {
@@ -116,7 +119,9 @@ func NewClient(mode, rawURL, master string) (redis.UniversalClient, error) {
 		tune(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries)
 		opts.DialerRetries = 2
 		opts.DialerRetryTimeout = 20 * time.Millisecond
-		return redis.NewFailoverClient(opts), nil
+		fc := redis.NewFailoverClient(opts)
+		fc.AddHook(traceHook{})
+		return fc, nil
 	}
 	return nil, fmt.Errorf("redis mode %q: want single, cluster or sentinel", mode)
 }

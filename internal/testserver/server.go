@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"net/http"
@@ -42,6 +43,10 @@ var errStopped = errors.New("server stopped: shutdown grace ran out")
 
 // Options configures a Server. A nil *Options is the same as the zero value.
 type Options struct {
+	// Tracer, when set, traces every request to /mcp as a server span
+	// under the trace context it brings (trace.go). Nil means no tracing.
+	Tracer trace.Tracer
+
 	// Era selects the protocol eras served on /mcp: [EraBoth], [Era2025] or
 	// [Era2026]. The zero value "" means [EraBoth].
 	Era string
@@ -234,6 +239,9 @@ func New(name string, opts *Options) (*Server, error) {
 	s.addResources()
 	s.addPrompts()
 	s.handler = s.routes()
+	if o.Tracer != nil {
+		s.handler = traced(o.Tracer, s.handler)
+	}
 	return s, nil
 }
 
