@@ -84,4 +84,3 @@ func errorType(err error) string {
 	}
 	return "_OTHER"
 }
-

@@ -41,4 +41,4 @@ func (c metaCarrier) Get(key string) string {
 }
 
 func (metaCarrier) Set(string, string) {}
-func (metaCarrier) Keys() []string    { return []string{"traceparent", "tracestate", "baggage"} }
+func (metaCarrier) Keys() []string     { return []string{"traceparent", "tracestate", "baggage"} }
