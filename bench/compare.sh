@@ -2,7 +2,12 @@
 # bench/compare.sh: builds of mcpfleet side by side with nginx (docs/BENCHMARKS.md,
 # "How it got here").
 #
-#   bench/compare.sh NAME=BINARY[:GOGC] ...
+#   bench/compare.sh NAME=BINARY[:GOGC][,VAR=VALUE...] ...
+#
+# VAR=VALUE pairs after a comma are that target's environment; OTLP_SINK in a
+# value is replaced by the URL of a discarding OTLP/HTTP receiver the script
+# starts (canned --otlp-sink), e.g. for a traced gateway:
+#   traced=/tmp/mcpfleet,OTEL_EXPORTER_OTLP_ENDPOINT=OTLP_SINK
 #
 # Starts three canned backends, every given mcpfleet binary (GOGC as given,
 # else unset) and nginx in the GitLab MCP server's load-balancing guide's configuration, then runs ROUNDS rounds of
@@ -36,6 +41,10 @@ for i in 1 2 3; do
 	PIDS+=($!)
 done
 for p in "${B[@]}"; do wait_port "$p"; done
+SINK_PORT=$(free_port)
+"$WORK/canned" --otlp-sink --listen "127.0.0.1:$SINK_PORT" >/dev/null 2>&1 &
+PIDS+=($!)
+wait_port "$SINK_PORT"
 UPS=()
 for p in "${B[@]}"; do UPS+=(--upstream "http://127.0.0.1:$p/mcp"); done
 
@@ -44,12 +53,18 @@ NAMES=()
 for spec in "$@"; do
 	name=${spec%%=*}
 	rest=${spec#*=}
+	envs=()
+	if [[ $rest == *,* ]]; then
+		IFS=, read -r -a envs <<<"${rest#*,}"
+		rest=${rest%%,*}
+		envs=("${envs[@]//OTLP_SINK/http://127.0.0.1:$SINK_PORT}")
+	fi
 	bin=${rest%%:*}
 	gogc=""
 	[[ $rest == *:* ]] && gogc=${rest#*:}
 	[[ -x $bin ]] || { echo "not an executable: $bin" >&2; exit 2; }
 	PORT[$name]=$(free_port)
-	env ${gogc:+GOGC=$gogc} "$bin" serve --listen "127.0.0.1:${PORT[$name]}" --health-check-interval 0 --log-level warn "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
+	env ${gogc:+GOGC=$gogc} "${envs[@]}" "$bin" serve --listen "127.0.0.1:${PORT[$name]}" --health-check-interval 0 --log-level warn "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
 	PID[$name]=$!
 	PIDS+=($!)
 	NAMES+=("$name")

@@ -3,6 +3,11 @@
 // in front of it and not an MCP server. An initialize request is answered with
 // a Mcp-Session-Id header (canned-<n>), so that a gateway in front seals a
 // session that later requests can name. GET /health answers 200.
+//
+// With --otlp-sink it is instead an OTLP/HTTP receiver that takes every
+// export (POST /v1/traces, /v1/metrics) and answers an empty success,
+// counting spans' bytes only: a benchmark of a traced gateway measures the
+// gateway, not a tracing backend.
 package main
 
 import (
@@ -24,7 +29,23 @@ var (
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:9101", "listener `address`")
+	sink := flag.Bool("otlp-sink", false, "be an OTLP/HTTP receiver that discards what it is sent")
 	flag.Parse()
+	if *sink {
+		var exports, bytesIn atomic.Int64
+		http.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+			n, _ := io.Copy(io.Discard, r.Body)
+			exports.Add(1)
+			bytesIn.Add(n)
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.WriteHeader(http.StatusOK) // an empty Export*ServiceResponse: success
+		})
+		http.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "exports %d bytes %d\n", exports.Load(), bytesIn.Load())
+		})
+		fmt.Println("canned otlp sink listening on", *listen)
+		log.Fatal(http.ListenAndServe(*listen, nil))
+	}
 	var sessions atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {

@@ -43,6 +43,7 @@ type Gateway struct {
 	tw          *toolWatch    // every replica's tools; nil when off
 	mem         *memoryBudget // nil without Options.MemoryLimit
 	tr          *tracing      // nil without Options.Tracer
+	ops         opCache       // the series of the MCP operation durations
 	started     time.Time     // for the fleet view's uptime
 
 	// recent keeps the events of the legacy POST streams being relayed,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -19,6 +20,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 	"github.com/mcpfleet/mcpfleet/internal/telemetry"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Tracing follows the OpenTelemetry semantic conventions for MCP: one
@@ -68,8 +70,11 @@ func (g *Gateway) startSpan(r *http.Request, q *request, rec *record) *http.Requ
 	ctx := telemetry.Extract(r.Context(), r.Header, meta)
 	ctx, span := g.tr.tracer.Start(ctx, spanName(r, q),
 		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithTimestamp(rec.start),
-		trace.WithAttributes(g.serverAttrs(r, q)...))
+		trace.WithTimestamp(rec.start))
+	if span.IsRecording() {
+		// Built only for a span that keeps them: most are not sampled.
+		span.SetAttributes(g.serverAttrs(r, q)...)
+	}
 	rec.span = span
 	return r.WithContext(ctx)
 }
@@ -192,6 +197,11 @@ func (g *Gateway) startAttempt(ctx context.Context, q *request, rep *upstream.Re
 	if g.tr == nil {
 		return ctx, nil
 	}
+	name := spanName(&http.Request{Method: http.MethodPost}, q)
+	ctx, span := g.tr.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		return ctx, span
+	}
 	u := rep.URL()
 	a := methodAttrs(q)
 	a = append(a,
@@ -204,8 +214,8 @@ func (g *Gateway) startAttempt(ctx context.Context, q *request, rep *upstream.Re
 	if p, err := strconv.Atoi(u.Port()); err == nil {
 		a = append(a, attribute.Int("server.port", p))
 	}
-	name := spanName(&http.Request{Method: http.MethodPost}, q)
-	return g.tr.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(a...))
+	span.SetAttributes(a...)
+	return ctx, span
 }
 
 // endAttempt ends an attempt that got no answer to relay.
@@ -246,6 +256,13 @@ func outbound(ctx context.Context, r *http.Request, q *request) (*http.Request, 
 // endSpan ends the request's spans with what happened to it.
 func (g *Gateway) endSpan(rec *record, d time.Duration, out string) {
 	if rec.span == nil {
+		return
+	}
+	if !rec.span.IsRecording() {
+		if rec.attempt != nil {
+			rec.attempt.End()
+		}
+		rec.span.End()
 		return
 	}
 	errType := rec.errorType(out)
@@ -306,15 +323,7 @@ func (g *Gateway) observeOperation(rec *record, d time.Duration, out string) {
 	if q == nil || q.msg.Method == "" {
 		return
 	}
-	errType := rec.errorType(out)
-	tool := ""
-	if q.msg.Method == "tools/call" {
-		tool = g.toolLabel(q.msg.Name)
-	}
-	g.metrics.serverOps.WithLabelValues(q.label, tool, errType).Observe(d.Seconds())
-	if g.tr != nil && g.tr.server.Float64Histogram != nil {
-		g.tr.server.Record(context.Background(), d.Seconds(), mcpconv.MethodNameAttr(q.label), g.metricAttrs(q, errType)...)
-	}
+	g.ops.get(g, opKey{method: q.label, tool: g.opTool(q), errType: rec.errorType(out)}).observe(d.Seconds())
 }
 
 // observeAttempt records mcp.client.operation.duration for one attempt at
@@ -324,30 +333,91 @@ func (g *Gateway) observeAttempt(q *request, rep *upstream.Replica, errType stri
 	if q.msg.Method == "" {
 		return
 	}
-	d := time.Since(start).Seconds()
-	tool := ""
-	if q.msg.Method == "tools/call" {
-		tool = g.toolLabel(q.msg.Name)
+	g.ops.get(g, opKey{method: q.label, tool: g.opTool(q), errType: errType, replica: rep.Name()}).observe(time.Since(start).Seconds())
+}
+
+func (g *Gateway) opTool(q *request) string {
+	if q.msg.Method != "tools/call" {
+		return ""
 	}
-	g.metrics.clientOps.WithLabelValues(q.label, tool, errType, rep.Name()).Observe(d)
-	if g.tr != nil && g.tr.client.Float64Histogram != nil {
-		a := append(g.metricAttrs(q, errType), attribute.String("mcpfleet.replica", rep.Name()))
-		g.tr.client.Record(context.Background(), d, mcpconv.MethodNameAttr(q.label), a...)
+	return g.toolLabel(q.msg.Name)
+}
+
+// opKey names one series of the two durations: every value bounded (the
+// method from a fixed list, a declared tool or _OTHER, an error type of a
+// bounded set, a replica). A server operation has no replica.
+type opKey struct{ method, tool, errType, replica string }
+
+// opSeries is where one series is recorded: its Prometheus histogram and
+// its OTLP instrument with the attribute set, built once.
+type opSeries struct {
+	prom prometheus.Observer
+	otel metric.Float64Histogram // nil without OTLP metrics
+	set  attribute.Set
+}
+
+func (s *opSeries) observe(v float64) {
+	s.prom.Observe(v)
+	if s.otel != nil {
+		s.otel.Record(context.Background(), v, metric.WithAttributeSet(s.set))
 	}
 }
 
-// metricAttrs are a duration's attributes: bounded values only (a tool's
-// name when the replicas declared it, else _OTHER; error codes of the
-// JSON-RPC reserved range), and never a session or a caller.
-func (g *Gateway) metricAttrs(q *request, errType string) []attribute.KeyValue {
-	a := []attribute.KeyValue{attribute.String("network.transport", "tcp")}
-	if q.msg.Method == "tools/call" {
-		a = append(a, attribute.String("gen_ai.tool.name", g.toolLabel(q.msg.Name)))
+// opCache keeps the series in use, so that a request records its
+// durations without building labels and attribute sets each time.
+type opCache struct {
+	mu sync.RWMutex
+	m  map[opKey]*opSeries
+}
+
+// maxOpSeries bounds the cache; past it a series is built per use.
+const maxOpSeries = 4096
+
+func (c *opCache) get(g *Gateway, k opKey) *opSeries {
+	c.mu.RLock()
+	s := c.m[k]
+	c.mu.RUnlock()
+	if s != nil {
+		return s
 	}
-	if errType != "" {
-		a = append(a, attribute.String("error.type", errType))
+	s = g.newOpSeries(k)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[opKey]*opSeries)
 	}
-	return a
+	if len(c.m) < maxOpSeries {
+		c.m[k] = s
+	}
+	c.mu.Unlock()
+	return s
+}
+
+func (g *Gateway) newOpSeries(k opKey) *opSeries {
+	a := []attribute.KeyValue{
+		attribute.String("mcp.method.name", k.method),
+		attribute.String("network.transport", "tcp"),
+	}
+	if k.tool != "" {
+		a = append(a, attribute.String("gen_ai.tool.name", k.tool))
+	}
+	if k.errType != "" {
+		a = append(a, attribute.String("error.type", k.errType))
+	}
+	s := &opSeries{}
+	if k.replica == "" {
+		s.prom = g.metrics.serverOps.WithLabelValues(k.method, k.tool, k.errType)
+		if g.tr != nil {
+			s.otel = g.tr.server.Float64Histogram
+		}
+	} else {
+		a = append(a, attribute.String("mcpfleet.replica", k.replica))
+		s.prom = g.metrics.clientOps.WithLabelValues(k.method, k.tool, k.errType, k.replica)
+		if g.tr != nil {
+			s.otel = g.tr.client.Float64Histogram
+		}
+	}
+	s.set = attribute.NewSet(a...)
+	return s
 }
 
 // toolLabel is a tool's name as a metric shows it: the name when the

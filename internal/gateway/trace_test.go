@@ -145,7 +145,7 @@ func spansOf(t *testing.T, rec *tracetest.SpanRecorder, traceID string) []tree {
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
@@ -229,16 +229,16 @@ func noLeaks(t *testing.T, rec *tracetest.SpanRecorder, secrets ...string) {
 		var b strings.Builder
 		b.WriteString(s.Name())
 		for _, kv := range s.Attributes() {
-			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 		}
 		for _, e := range s.Events() {
 			b.WriteString(" " + e.Name)
 			for _, kv := range e.Attributes {
-				fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		for _, kv := range s.Resource().Attributes() {
-			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 		}
 		for _, secret := range secrets {
 			if strings.Contains(b.String(), secret) {
@@ -385,5 +385,51 @@ func TestTracingOffTouchesNothing(t *testing.T) {
 	}
 	if n := len(f.spans.Ended()); n != 0 {
 		t.Errorf("%d spans recorded with tracing off", n)
+	}
+}
+
+// TestOperationDurationsOnMetrics: the conventions' two durations are on
+// /metrics with tracing off, a tool's name only once the replicas declared
+// it, a made-up one as _OTHER.
+func TestOperationDurationsOnMetrics(t *testing.T) {
+	f := startTraced(t, 1, false, nil)
+	f.gw.tr = nil
+	r := newRaw(t, f.front.URL+"/mcp", "2026-07-28")
+	f.call(t, r, 1, "made-up-tool-name", nil, nil)
+	resp := r.post(context.Background(), 2, "tools/list", nil, nil)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	f.call(t, r, 3, "whoami", nil, nil)
+	families, err := f.gw.metrics.root.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, mf := range families {
+		name := mf.GetName()
+		if name != "mcp_server_operation_duration_seconds" && name != "mcp_client_operation_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			got[name+" "+labels["mcp_method_name"]+" "+labels["gen_ai_tool_name"]+" "+labels["error_type"]] += m.GetHistogram().GetSampleCount()
+		}
+	}
+	for _, want := range []string{
+		"mcp_server_operation_duration_seconds tools/call whoami ",
+		"mcp_client_operation_duration_seconds tools/call whoami ",
+		"mcp_server_operation_duration_seconds tools/list  ",
+	} {
+		if got[want] != 1 {
+			t.Errorf("%q counted %d, want 1 (all: %v)", want, got[want], got)
+		}
+	}
+	for k := range got {
+		if strings.Contains(k, "made-up-tool-name") {
+			t.Errorf("a client's tool name became a label: %q", k)
+		}
 	}
 }
