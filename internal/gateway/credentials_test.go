@@ -6,14 +6,20 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // TestNoCredentialInLogsOrMetrics sends credentials and a session ID through
 // every path (success, 404, 413, header mismatch) and checks that none of
-// them reaches a log line, a metric or an error answer.
+// them reaches a log line, a metric, a span or an error answer.
 func TestNoCredentialInLogsOrMetrics(t *testing.T) {
 	const secret = "sk-SECRET-7f3a9c"
-	f := startFleet(t, 2, nil)
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	f := startFleet(t, 2, &Options{Tracer: tp.Tracer("test")})
 	auth := map[string]string{"Authorization": "Bearer " + secret, "Private-Token": secret}
 	var answers strings.Builder
 	keep := func(b io.ReadCloser) {
@@ -50,6 +56,10 @@ func TestNoCredentialInLogsOrMetrics(t *testing.T) {
 	if !strings.Contains(metrics, `mcpfleet_requests_total{era="2026-07-28",method="tools/call"`) {
 		t.Fatalf("metrics lack the requests counter:\n%s", metrics)
 	}
+	if len(spans.Ended()) < 6 {
+		t.Fatalf("%d spans recorded, want one per request at least", len(spans.Ended()))
+	}
+	noLeaks(t, spans, secret, session, claims.SessionID)
 	for what, text := range map[string]string{"logs": f.logs.String(), "metrics": metrics, "answers": answers.String()} {
 		if strings.Contains(text, secret) {
 			t.Errorf("the credential appears in the %s", what)
