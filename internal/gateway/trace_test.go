@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -431,5 +432,50 @@ func TestOperationDurationsOnMetrics(t *testing.T) {
 		if strings.Contains(k, "made-up-tool-name") {
 			t.Errorf("a client's tool name became a label: %q", k)
 		}
+	}
+}
+
+// TestTraceOfTheSSETransport: a 2024-11-05 message is traced like any
+// call, with its attempt, and its stream is one span whose events are the
+// stream's.
+func TestTraceOfTheSSETransport(t *testing.T) {
+	_, specs := startSSEReplicas(t, 1)
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	opts := sharedSecretOptions(t)
+	opts.Tracer = tp.Tracer("test")
+	_, fronts, _ := startGateways(t, 1, specs, opts)
+	base := fronts[0].URL
+	_, endpoint, stop := sseOpen(t, base)
+	status, body := ssePost(t, base, endpoint, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"traceparent":"`+clientParent+`"}}}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("message: %d %s", status, body)
+	}
+	stop()
+	trees := spansOf(t, spans, clientTrace)
+	if len(trees) != 1 || trees[0].server.Name() != "tools/call whoami" || len(trees[0].clients) != 1 {
+		t.Fatalf("the message's trace: %d server spans %+v", len(trees), trees)
+	}
+	if attr(trees[0].server, "mcpfleet.era") != "2024-11-05" {
+		t.Errorf("era %q", attr(trees[0].server, "mcpfleet.era"))
+	}
+	var stream sdktrace.ReadOnlySpan
+	deadline := time.Now().Add(5 * time.Second)
+	for stream == nil && time.Now().Before(deadline) {
+		for _, s := range spans.Ended() {
+			if s.Name() == "GET" && attr(s, "mcpfleet.era") == "2024-11-05" {
+				stream = s
+			}
+		}
+		if stream == nil {
+			time.Sleep(20 * time.Millisecond) // the stream's handler ends a moment after its client
+		}
+	}
+	if stream == nil {
+		t.Fatal("no span for the stream")
+	}
+	if len(stream.Events()) == 0 || attr(stream, "mcpfleet.stream.events") == "" {
+		t.Errorf("the stream's span has %d events, mcpfleet.stream.events %q", len(stream.Events()), attr(stream, "mcpfleet.stream.events"))
 	}
 }
