@@ -81,6 +81,13 @@ if command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]]; then
 	export MCPFLEET_REQUIRE_CHROMIUM=1 # the lab's browser test
 fi
 
+# Jaeger for the tracing test: built from the Go module proxy (about ten
+# minutes on a fresh machine, most of it downloads), in the background
+# while the first steps run; its step below waits for it.
+jaeger_out=$(mktemp -d)
+bash scripts/lib/jaeger.sh >"$jaeger_out/path" 2>"$jaeger_out/log" &
+jaeger_pid=$!
+
 run "go vet" go vet ./...
 
 run "staticcheck" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
@@ -110,6 +117,20 @@ run "load: real fleets against the model, the chaos preset's rolling restarts, t
 # the race detector, whose process is not the one a user runs.
 run "slow readers: a gateway process's memory under 200 non-reading clients (cmd/mcpfleet, without -race)" \
 	go test -count=1 -run '^TestSlowReadersMemory$' -v ./cmd/mcpfleet
+
+# A real Jaeger takes the spans of a call through a gateway process and a
+# testserver replica, and its query API must show them as one trace.
+tracing_jaeger() {
+	if ! wait "$jaeger_pid"; then
+		echo "building Jaeger failed:" >&2
+		tail -30 "$jaeger_out/log" >&2
+		return 1
+	fi
+	tail -1 "$jaeger_out/log"
+	MCPFLEET_JAEGER=$(cat "$jaeger_out/path") MCPFLEET_REQUIRE_JAEGER=1 \
+		go test -count=1 -run '^TestTracesInJaeger$' -v ./cmd/mcpfleet
+}
+run "tracing: a real Jaeger (built from the Go module proxy) shows client, gateway, attempt and replica in one trace" tracing_jaeger
 
 # The deployment artefacts are nested modules, so that the binary's own
 # module gains neither go-containerregistry nor Helm and the Kubernetes API.

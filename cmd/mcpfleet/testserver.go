@@ -74,7 +74,7 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 		opts.Ledger = l
 	}
 	if *otlp != "" {
-		tel, err := telemetry.Start(ctx, telemetry.Config{Endpoint: *otlp, Default: "mcpfleet-testserver"}, "github.com/mcpfleet/mcpfleet/internal/testserver", os.Getenv)
+		tel, err := telemetry.Start(ctx, telemetry.Config{Endpoint: *otlp, Default: "mcpfleet-testserver", NoMetrics: true}, "github.com/mcpfleet/mcpfleet/internal/testserver", os.Getenv)
 		if err != nil {
 			return usageError{fmt.Errorf("-otlp-endpoint: %w", err)}
 		}

@@ -45,6 +45,8 @@ type Config struct {
 	Default string
 	// Version is service.version.
 	Version string
+	// NoMetrics leaves metrics out (a process that records none).
+	NoMetrics bool
 }
 
 // On reports whether traces are to be exported: an endpoint in the
@@ -118,9 +120,14 @@ func Start(ctx context.Context, c Config, scope string, getenv func(string) stri
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: trace exporter: %w", err)
 	}
-	points, err := metricExporter(ctx, protocol, c.Endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: metric exporter: %w", err)
+	// OTEL_METRICS_EXPORTER=none: traces only (a backend such as Jaeger
+	// takes no metrics).
+	metrics := !c.NoMetrics && getenv("OTEL_METRICS_EXPORTER") != "none"
+	var points sdkmetric.Exporter
+	if metrics {
+		if points, err = metricExporter(ctx, protocol, c.Endpoint); err != nil {
+			return nil, fmt.Errorf("telemetry: metric exporter: %w", err)
+		}
 	}
 	res, err := newResource(ctx, c, getenv)
 	if err != nil {
@@ -134,11 +141,15 @@ func Start(ctx context.Context, c Config, scope string, getenv func(string) stri
 		topts = append(topts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*c.SampleRatio))))
 	}
 	tp := sdktrace.NewTracerProvider(topts...)
-	mp := sdkmetric.NewMeterProvider(
-		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(points, sdkmetric.WithInterval(metricInterval(getenv)))),
-		sdkmetric.WithResource(res),
-	)
-	return &Telemetry{Tracer: tp.Tracer(scope), Meter: mp.Meter(scope), tp: tp, mp: mp}, nil
+	t := &Telemetry{Tracer: tp.Tracer(scope), tp: tp}
+	if metrics {
+		t.mp = sdkmetric.NewMeterProvider(
+			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(points, sdkmetric.WithInterval(metricInterval(getenv)))),
+			sdkmetric.WithResource(res),
+		)
+		t.Meter = t.mp.Meter(scope)
+	}
+	return t, nil
 }
 
 // newResource is service.name and service.version over what
@@ -215,7 +226,11 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	return errors.Join(t.tp.Shutdown(ctx), t.mp.Shutdown(ctx))
+	err := t.tp.Shutdown(ctx)
+	if t.mp != nil {
+		err = errors.Join(err, t.mp.Shutdown(ctx))
+	}
+	return err
 }
 
 // OperationBuckets are the bucket boundaries, in seconds, that the MCP
