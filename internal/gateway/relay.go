@@ -118,7 +118,7 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			return
 		}
 		rec.events++
-		if rec.span != nil && rec.events <= maxSpanEvents {
+		if rec.span != nil && r.Method == http.MethodGet && rec.events <= maxSpanEvents {
 			rec.span.AddEvent("mcp.stream.event", trace.WithAttributes(attribute.Int("mcpfleet.stream.event", rec.events)))
 		}
 		watch, inval := g.watchesAnswer(q, rec), g.opts.Cache != nil

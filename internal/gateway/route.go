@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"io"
 	"net/http"
@@ -99,6 +100,9 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 		in = g.pickInput(r, q, t.snap)
 		ok = g.toolFilter(q, t.snap, in)
 		rec.route = g.opts.Balance.String()
+		if ok != nil {
+			rec.route += " tool-aware" // only replicas that declare the tool
+		}
 	} else {
 		rec.route = "pinned"
 	}
@@ -147,6 +151,9 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 			return sent{err: verdictError(v)}
 		}
 		g.metrics.retries.WithLabelValues(outcomeName(outcome)).Inc()
+		if rec.span != nil {
+			rec.span.AddEvent("mcpfleet.retry", trace.WithAttributes(attribute.String("mcpfleet.replica", rep.Name()), attribute.String("mcpfleet.outcome", outcomeName(outcome))))
+		}
 		rep.Retried()
 		tried = append(tried, idx)
 		in.Seq++

@@ -32,9 +32,10 @@ import (
 // session's digest, the replica, what the gateway decided; never a header
 // value, a credential, a sealed ID or an argument.
 
-// maxSpanEvents bounds the events a stream's span records, one per relayed
-// event: a long-lived stream is one span, and its count of events the
-// attribute mcpfleet.stream.events.
+// maxSpanEvents bounds the events a GET stream's span records, one per
+// relayed event: a long-lived stream is one span, and its count of events
+// the attribute mcpfleet.stream.events. A POST's stream (a call's answer)
+// records only that count.
 const maxSpanEvents = 64
 
 // tracing is the gateway's tracer and its OTLP instruments; nil when off.

@@ -297,6 +297,9 @@ func TestTraceShowsWhatTheGatewayDid(t *testing.T) {
 			if attr(tr.server, "mcpfleet.attempts") != "2" {
 				t.Errorf("server span attempts %q", attr(tr.server, "mcpfleet.attempts"))
 			}
+			if ev := tr.server.Events(); len(ev) != 1 || ev[0].Name != "mcpfleet.retry" {
+				t.Errorf("server span events %+v, want one mcpfleet.retry", ev)
+			}
 		}
 		if !retried {
 			t.Fatal("no call of 4 over round robin was retried off the dead replica")
