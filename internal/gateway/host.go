@@ -3,6 +3,7 @@ package gateway
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 )
 
@@ -21,7 +22,14 @@ func (g *Gateway) hostAllowed(r *http.Request) bool {
 		return true
 	}
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !isLoopback(local.String()) {
+	if !ok || local == nil {
+		return true
+	}
+	if tcp, ok := local.(*net.TCPAddr); ok {
+		if !tcp.IP.IsLoopback() {
+			return true
+		}
+	} else if !isLoopback(local.String()) {
 		return true
 	}
 	return isLoopback(r.Host)
@@ -31,13 +39,17 @@ func (g *Gateway) hostAllowed(r *http.Request) bool {
 // 127.0.0.0/8 or ::1.
 func isLoopback(hostport string) bool {
 	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
+	// A port only after the last colon that is not inside brackets: a
+	// Host without one is split by nothing (and allocates no error).
+	if i := strings.LastIndexByte(hostport, ':'); i > strings.LastIndexByte(hostport, ']') {
+		if h, _, err := net.SplitHostPort(hostport); err == nil {
+			host = h
+		}
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

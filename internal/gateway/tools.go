@@ -278,15 +278,21 @@ func (g *Gateway) toolFilter(q *request, snap *upstream.Snapshot, in balance.Inp
 	}
 	sets := *w.sets.Load()
 	has := func(i int, tool string) bool { return sets[snap.At(i).Name()].Has(tool) }
-	restricted := false
+	restricted, declared := false, false
 	for i := range snap.Len() {
-		if snap.Eligible(i) && !has(i, q.msg.Name) {
+		if !snap.Eligible(i) {
+			continue
+		}
+		if has(i, q.msg.Name) {
+			declared = true
+		} else {
 			restricted = true
-			break
 		}
 	}
-	if !restricted {
-		return nil // every eligible replica declares it: nothing to filter
+	if !restricted || !declared {
+		// Every eligible replica declares it, or none does (the call goes
+		// as it would without the watch): nothing to filter.
+		return nil
 	}
 	ok := tools.Declares(snap.Len(), q.msg.Name, snap.Eligible, has)
 	if idx := balance.Pick(g.opts.Balance, snap, in, nil); idx >= 0 && !ok(idx) {

@@ -1,12 +1,22 @@
 package mcpmsg
 
-import "strconv"
+import (
+	"bytes"
+	"strconv"
+)
+
+var resultTypeKey = []byte(`"resultType"`)
 
 // ParseTaskResult reads a JSON-RPC response and, if its result creates a
 // task of the tasks extension (SEP-2663: "resultType":"task" with the task's
 // fields at the top level of the result), returns the task id and its ttlMs
 // (0 when absent). It skips everything else unparsed.
 func ParseTaskResult(body []byte) (taskID string, ttlMs int64, ok bool) {
+	// Most answers create no task: one that names no resultType, and has
+	// no escape that could spell it, is not read further.
+	if bytes.IndexByte(body, '\\') < 0 && !bytes.Contains(body, resultTypeKey) {
+		return "", 0, false
+	}
 	i := skipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return "", 0, false
