@@ -13,8 +13,9 @@ type Outcome struct {
 // AnswerOutcome reads one JSON-RPC response object (an answer the gateway
 // relays, bytes a replica controls) for its outcome. ok is false when body
 // is not one response object; members other than result.isError and
-// error.code are skipped unread. Duplicate members: the last one counts,
-// as with encoding/json.
+// error.code are skipped unread. An error member makes it an error even
+// beside a result; of duplicate members the last counts, as with
+// encoding/json.
 func AnswerOutcome(body []byte) (o Outcome, ok bool) {
 	i := skipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
@@ -24,12 +25,13 @@ func AnswerOutcome(body []byte) (o Outcome, ok bool) {
 	end, err := eachMember(body, i, 1, func(key []byte, s, e int) error {
 		switch string(key) {
 		case "error":
+			// An answer that carries an error is an error, whatever else
+			// it holds; of two error members the last counts.
 			answered = true
-			o.HasError, o.Code, o.IsError = false, 0, false
 			if body[s] != '{' {
 				return errSyntax
 			}
-			o.HasError = true
+			o.HasError, o.Code = true, 0
 			_, err := eachMember(body[s:e], 0, 2, func(k []byte, cs, ce int) error {
 				if string(k) != "code" {
 					return nil
@@ -44,7 +46,7 @@ func AnswerOutcome(body []byte) (o Outcome, ok bool) {
 			return err
 		case "result":
 			answered = true
-			o.HasError, o.Code, o.IsError = false, 0, false
+			o.IsError = false
 			if body[s] != '{' {
 				return nil
 			}

@@ -93,27 +93,39 @@ func FuzzParseTaskResult(f *testing.F) {
 func FuzzAnswerOutcome(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"result":{"content":[],"isError":true}}`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"x"}}`))
+	f.Add([]byte(`{"error":{"code":-1},"result":{"isError":true}}`))
+	f.Add([]byte(`{"result":{"isError":true,"isError":false},"error":{"code":5},"error":{}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		o, ok := AnswerOutcome(body)
 		if !ok {
 			return
 		}
-		var top struct {
-			Result *struct {
-				IsError bool `json:"isError"`
-			} `json:"result"`
-			Error *struct {
-				Code int64 `json:"code"`
-			} `json:"error"`
-		}
+		// A result may be any value (only an object's isError counts); an
+		// error must be an object with an integer code.
+		var top map[string]json.RawMessage
 		if json.Unmarshal(body, &top) != nil {
 			t.Fatalf("AnswerOutcome accepted %q, which encoding/json does not", body)
 		}
-		if o.HasError != (top.Error != nil) || (top.Error != nil && o.Code != top.Error.Code) {
-			t.Errorf("outcome %+v, encoding/json says error %+v", o, top.Error)
+		// Maps, not structs: encoding/json folds the case of a struct's
+		// members, JSON-RPC's are exact.
+		var e map[string]json.RawMessage
+		var code int64
+		if raw, ok := top["error"]; ok {
+			if json.Unmarshal(raw, &e) != nil || e == nil {
+				t.Fatalf("AnswerOutcome accepted the error of %q, which encoding/json does not decode", body)
+			}
+			if c, ok := e["code"]; ok && json.Unmarshal(c, &code) != nil {
+				t.Fatalf("AnswerOutcome accepted the code of %q, which is no integer to encoding/json", body)
+			}
 		}
-		if top.Result != nil && o.IsError != top.Result.IsError {
-			t.Errorf("outcome %+v, encoding/json says isError %v", o, top.Result.IsError)
+		if o.HasError != (e != nil) || o.Code != code {
+			t.Errorf("outcome %+v of %q, encoding/json says error %v code %d", o, body, e != nil, code)
+		}
+		var r map[string]json.RawMessage
+		if raw, ok := top["result"]; ok && json.Unmarshal(raw, &r) == nil && r != nil {
+			if want := string(r["isError"]) == "true"; o.IsError != want {
+				t.Errorf("outcome %+v of %q, encoding/json says isError %v", o, body, want)
+			}
 		}
 	})
 }
