@@ -168,7 +168,7 @@ func TestToolsThroughARollingDeploy(t *testing.T) {
 		fmt.Fprintf(&ups, "  - {name: %s, url: 'http://%s/mcp'}\n", r.name, r.addr)
 	}
 	var admins []string
-	gw := startGatewaysWithAdmin(t, 1, ups.String()+"balance: round-robin\ntools: {refresh: 1s}\nhealth_check: {interval: 300ms, timeout: 1s, fall: 2, rise: 1}\n", &admins)[0]
+	gw := startGatewaysWithAdmin(t, 1, ups.String()+"balance: round-robin\ntools: {refresh: 1s}\nhealth_check: {interval: 500ms, timeout: 500ms, fall: 2, rise: 1}\n", &admins)[0]
 	ha := startHAProxyRoundRobin(t, addrs)
 
 	type tally struct{ ok, unknown, other atomic.Int64 }
