@@ -91,6 +91,15 @@ func TestChartRenders(t *testing.T) {
 			if !strings.Contains(r.notes, "create secret generic mcpfleet-secret") {
 				t.Errorf("the notes do not say how to make the Secret:\n%s", r.notes)
 			}
+			// No tracing unless asked: no telemetry section (serve then
+			// goes by the OTEL_* environment) and no environment at all.
+			g := gatewayOf(t, r)
+			if _, ok := topLevel(t, g)["telemetry"]; ok || g.cfg.Telemetry != (config.Telemetry{}) {
+				t.Errorf("a telemetry section by default:\n%s", g.text)
+			}
+			if len(g.c.Env) != 0 {
+				t.Errorf("gateway env %v by default", g.c.Env)
+			}
 		}},
 		{"external Redis", renderOptions{files: []string{"external-redis.yaml"}}, func(t *testing.T, r *release) {
 			if n := count[*appsv1.Deployment](r, "redis") + count[*corev1.Service](r, "redis") + count[*networkingv1.NetworkPolicy](r, "redis"); n != 0 {
@@ -254,6 +263,10 @@ func TestChecksumRollsThePods(t *testing.T) {
 	if got := annotation(renderOptions{files: []string{"prestop.yaml"}}, "checksum/config"); got == base {
 		t.Error("checksum/config unchanged by a new drain delay")
 	}
+	traced := renderOptions{set: map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"otlpEndpoint": "http://otel-collector.observability:4318"}}}}
+	if got := annotation(traced, "checksum/config"); got == base {
+		t.Error("checksum/config unchanged by a telemetry endpoint")
+	}
 	one, two := createdSecret(t), createdSecret(t)
 	if annotation(renderOptions{set: one}, "checksum/secret") == annotation(renderOptions{set: two}, "checksum/secret") {
 		t.Error("checksum/secret unchanged by a new secret.value")
@@ -302,6 +315,22 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"no replicas", nil, map[string]any{"exampleServer": map[string]any{"enabled": false}}, "the gateway needs its replicas"},
 		{"discovery without port", nil, map[string]any{"exampleServer": map[string]any{"enabled": false},
 			"gateway": map[string]any{"discovery": map[string]any{"dnsName": "x.mcp.svc.cluster.local"}}}, "gateway.discovery.port"},
+		{"an OTLP protocol serve does not speak", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"protocol": "zipkin"}}}, "at '/gateway/telemetry/protocol': value must be one of '', 'http/protobuf', 'grpc'"},
+		{"a sample ratio of 2", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"sampleRatio": 2}}}, "at '/gateway/telemetry/sampleRatio': maximum: got 2, want 1"},
+		{"a negative sample ratio", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"sampleRatio": -0.1}}}, "at '/gateway/telemetry/sampleRatio': minimum: got -0.1, want 0"},
+		{"a sample ratio as a string", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"sampleRatio": "0.5"}}}, "at '/gateway/telemetry/sampleRatio': got string, want null or number"},
+		{"an OTLP endpoint without a scheme", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"otlpEndpoint": "otel-collector:4317"}}}, "at '/gateway/telemetry/otlpEndpoint': 'otel-collector:4317' does not match pattern"},
+		{"credentials in the OTLP endpoint", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"otlpEndpoint": "https://app:hunter2@otel-collector.observability:4318"}}}, "gateway.telemetry.otlpEndpoint carries credentials"},
+		{"a key in the OTLP endpoint's query", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"otlpEndpoint": "https://otel-collector.observability:4318/?api_key=hunter2"}}}, "gateway.telemetry.otlpEndpoint carries credentials, a query or a fragment"},
+		{"a control character in the service name", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"serviceName": "mcp\nfleet"}}}, "at '/gateway/telemetry/serviceName'"},
+		{"an unknown telemetry value", nil, map[string]any{"gateway": map[string]any{"telemetry": map[string]any{"endpoint": "http://otel:4318"}}}, "additional properties 'endpoint' not allowed"},
+		{"telemetry in gateway.config", nil, map[string]any{"gateway": map[string]any{"config": map[string]any{"telemetry": map[string]any{"otlp_endpoint": "http://otel:4318"}}}},
+			"gateway.config.telemetry: the chart sets this key itself, from gateway.telemetry"},
+		{"an environment variable without a name", nil, map[string]any{"gateway": map[string]any{"extraEnv": []any{map[string]any{"value": "x"}}}},
+			"at '/gateway/extraEnv/0': missing property 'name'"},
+		{"a misspelled EnvVar field", nil, map[string]any{"gateway": map[string]any{"extraEnv": []any{map[string]any{"name": "OTEL_EXPORTER_OTLP_HEADERS",
+			"valueForm": map[string]any{"secretKeyRef": map[string]any{"name": "otel-collector-auth", "key": "headers"}}}}}},
+			`unknown field "spec.template.spec.containers[0].env[0].valueForm"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(renderOptions{files: tc.files, set: tc.set})

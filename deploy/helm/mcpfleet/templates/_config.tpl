@@ -37,6 +37,16 @@ every service's default and meet a service's own upstreams or discovery. */ -}}
 {{- else -}}
 {{- include "mcpfleet.fleetInto" (dict "root" . "into" $cfg) -}}
 {{- end -}}
+{{- /* A process key, never a service's: only the values set, the rest left
+to the OTEL_* environment. A sampleRatio of 0 is set; null (or a key that
+--set ...=null removed) is not. */ -}}
+{{- $t := $v.gateway.telemetry -}}
+{{- $tel := dict -}}
+{{- if $t.otlpEndpoint }}{{ $_ = set $tel "otlp_endpoint" $t.otlpEndpoint }}{{ end -}}
+{{- if $t.protocol }}{{ $_ = set $tel "protocol" $t.protocol }}{{ end -}}
+{{- if and (hasKey $t "sampleRatio") (not (kindIs "invalid" (get $t "sampleRatio"))) }}{{ $_ = set $tel "sample_ratio" (get $t "sampleRatio") }}{{ end -}}
+{{- if $t.serviceName }}{{ $_ = set $tel "service_name" $t.serviceName }}{{ end -}}
+{{- if $tel }}{{ $_ = set $cfg "telemetry" $tel }}{{ end -}}
 {{- /* The most gateways that may run, for the pool arithmetic against max_connections. */ -}}
 {{- $_ = set $cfg "gateways" (int (ternary $v.autoscaling.maxReplicas $v.replicaCount $v.autoscaling.enabled)) -}}
 {{- if include "mcpfleet.hasRedis" . -}}

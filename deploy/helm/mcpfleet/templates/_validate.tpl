@@ -31,6 +31,13 @@ render with a message that names the values to change.
 {{- if regexMatch "^rediss?://[^@]*:[^@]*@" $x.url -}}
 {{- fail "redis.external.url carries a password, which would land in the gateway's ConfigMap in clear: put the URL in a Secret and name it in redis.external.existingSecret (serve reads it as redis_url_file), or give a URL without one" -}}
 {{- end -}}
+{{- /* Userinfo, a query or a fragment: serve refuses them at start, and
+they would already be in the ConfigMap, a credential among them. The
+message does not repeat the URL. */ -}}
+{{- $ep := $v.gateway.telemetry.otlpEndpoint -}}
+{{- if or (regexMatch "^https?://[^/?#]*@" $ep) (regexMatch "[?#]" $ep) -}}
+{{- fail "gateway.telemetry.otlpEndpoint carries credentials, a query or a fragment, which serve refuses and which would land in the gateway's ConfigMap in clear: give the collector's base URL alone (http://otel-collector.observability:4318) and its credential as OTEL_EXPORTER_OTLP_HEADERS from a Secret, in gateway.extraEnv with valueFrom.secretKeyRef" -}}
+{{- end -}}
 {{- $many := or (gt (int $v.replicaCount) 1) (and $v.autoscaling.enabled (gt (int $v.autoscaling.maxReplicas) 1)) -}}
 {{- if and $many (not (include "mcpfleet.hasRedis" .)) -}}
 {{- fail "more than one gateway needs a shared store for idempotency records, tasks and limits: set redis.enabled=true, redis.external.url or redis.external.existingSecret, or replicaCount=1 without autoscaling" -}}
@@ -79,6 +86,7 @@ render with a message that names the values to change.
   "gateways" "from replicaCount (autoscaling.maxReplicas with autoscaling on)"
   "services" "from gateway.services"
   "services_ready" "from gateway.servicesReady"
+  "telemetry" "from gateway.telemetry"
 -}}
 {{- range $key := keys $owned | sortAlpha -}}
 {{- if hasKey $v.gateway.config $key -}}
