@@ -130,15 +130,21 @@ func (s *stream) seal(block []byte) ([]byte, *session.EventID) {
 	if sse.IsComment(block) {
 		return block, nil
 	}
-	out, own, hadOwn := sse.StripID(make([]byte, 0, len(block)+200), block)
+	n, own, hadOwn := sse.StrippedLen(block)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.id.Pos++
 	if hadOwn && own != "" {
 		s.id.Upstream = own
 	}
+	tok := s.sealIDLocked()
+	// The event as the client gets it, in one allocation of its exact
+	// size: a kept event holds these bytes and no more, and the relay
+	// writes the same slice.
+	out := make([]byte, 0, n+len("id: ")+len(tok)+len("\n\n"))
+	out, _, _ = sse.StripID(out, block)
 	out = append(out, "id: "...)
-	out = append(out, s.sealIDLocked()...)
+	out = append(out, tok...)
 	out = append(out, '\n', '\n')
 	if s.keep {
 		s.keepLocked(streams.Event{Pos: s.id.Pos, Data: out})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
@@ -368,5 +370,35 @@ func countedIDs(lines <-chan string) func(func(string, int) bool) {
 				}
 			}
 		}
+	}
+}
+
+// TestKeptEventIsTheWireBytes: a sealed event is one allocation of exactly
+// the bytes the client gets, the replica's own ID line gone, and the memory
+// buffer counts what it holds; nothing rides along per kept event.
+func TestKeptEventIsTheWireBytes(t *testing.T) {
+	g := startGatewayOn(t, []upstream.Spec{{Name: "replica-a", URL: "http://127.0.0.1:1/mcp"}}, &Options{KeepAlive: -1}, io.Discard)
+	s := g.newStream("sealed-session", session.EventID{Replica: "replica-a"}, true)
+	var kept int
+	for _, block := range []string{
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n",
+		"id: replica-own-7\ndata: {}\r\n\r\n",
+		"data: x\n\n",
+	} {
+		out, at := s.seal([]byte(block))
+		if at == nil {
+			t.Fatalf("seal(%q) sealed nothing", block)
+		}
+		if cap(out) != len(out) {
+			t.Errorf("seal(%q): %d bytes in an allocation of %d", block, len(out), cap(out))
+		}
+		if bytes.Contains(out, []byte("replica-own-7")) || !bytes.HasSuffix(out, []byte("\n\n")) {
+			t.Errorf("seal(%q) = %q", block, out)
+		}
+		kept += len(out)
+	}
+	st := g.recent.Stats()
+	if st.Bytes != int64(kept) {
+		t.Errorf("the buffer counts %d bytes for %d sealed", st.Bytes, kept)
 	}
 }

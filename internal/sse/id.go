@@ -10,6 +10,20 @@ import "bytes"
 // value of its last id line, if it had one; an id with a NUL is ignored, as
 // a client ignores it.
 func StripID(dst, block []byte) (out []byte, own string, hadOwn bool) {
+	out, _, own, hadOwn = stripID(dst, block, true)
+	return out, own, hadOwn
+}
+
+// StrippedLen returns the length StripID would append and the block's own
+// ID, without copying: a caller sizes the event it seals exactly.
+func StrippedLen(block []byte) (n int, own string, hadOwn bool) {
+	_, n, own, hadOwn = stripID(nil, block, false)
+	return n, own, hadOwn
+}
+
+// stripID is StripID, appending only when write is set; n is what it
+// appends (or would).
+func stripID(dst, block []byte, write bool) (out []byte, n int, own string, hadOwn bool) {
 	for len(block) > 0 {
 		var raw []byte
 		raw, block, _ = bytes.Cut(block, []byte{'\n'})
@@ -26,10 +40,13 @@ func StripID(dst, block []byte) (out []byte, own string, hadOwn bool) {
 		}
 		// The line as it came, its CR included: a line of its own that
 		// ends in a second CR ("\r\r\n") must not become a blank line.
-		dst = append(dst, raw...)
-		dst = append(dst, '\n')
+		n += len(raw) + 1
+		if write {
+			dst = append(dst, raw...)
+			dst = append(dst, '\n')
+		}
 	}
-	return dst, own, hadOwn
+	return dst, n, own, hadOwn
 }
 
 // SetID appends to dst the event block with its id field set to id, which

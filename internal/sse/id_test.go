@@ -54,6 +54,9 @@ func FuzzSetID(f *testing.F) {
 				continue
 			}
 			out, own, had := SetID(nil, block, "new")
+			if n, own2, had2 := StrippedLen(block); n != len(out)-len("id: new\n\n") || own2 != own || had2 != had {
+				t.Fatalf("StrippedLen(%q) = %d, %q, %v; SetID gave %d bytes before its id line, %q, %v", block, n, own2, had2, len(out)-len("id: new\n\n"), own, had)
+			}
 			want, got := Parse(block), Parse(out)
 			if had != want.HasID || own != want.ID {
 				t.Fatalf("own id %q %v, Parse says %q %v", own, had, want.ID, want.HasID)

@@ -77,7 +77,7 @@ func (m *Memory) Append(_ context.Context, key string, evs ...Event) error {
 // first; an event that still does not fit is dropped.
 func (m *Memory) appendLocked(s *memStream, ev Event) {
 	s.last = ev.Pos
-	n := len(ev.Data)
+	n := cap(ev.Data) // what it holds: a kept event is its own allocation
 	for len(s.events) > 0 && (s.bytes+n > m.opts.MaxStreamBytes || m.total+int64(n) > m.opts.MaxTotalBytes) {
 		m.dropOldestLocked(s)
 	}
@@ -91,7 +91,7 @@ func (m *Memory) appendLocked(s *memStream, ev Event) {
 }
 
 func (m *Memory) dropOldestLocked(s *memStream) {
-	n := len(s.events[0].Data)
+	n := cap(s.events[0].Data)
 	s.events[0] = Event{}
 	s.events = s.events[1:]
 	s.bytes -= n
