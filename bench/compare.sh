@@ -20,13 +20,17 @@
 # Build a commit's binary with, e.g.:
 #   git worktree add /tmp/wt COMMIT && (cd /tmp/wt && go build -o /tmp/mcpfleet-COMMIT ./cmd/mcpfleet)
 #
-# Env: ROUNDS (3), DURATION (6s), CONNECTIONS (32).
+# Env: ROUNDS (3), DURATION (6s), CONNECTIONS (32), ACCESS_LOG (unset: no
+# access log anywhere; set: nginx writes its default combined access log to a
+# file and mcpfleet runs at --log-level info, a line per request to a file).
 set -euo pipefail
 
 [[ $# -gt 0 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
 ROUNDS=${ROUNDS:-3}
 DUR=${DURATION:-6s}
 CONNS=${CONNECTIONS:-32}
+LEVEL=warn
+[[ -n ${ACCESS_LOG:-} ]] && LEVEL=info
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -64,7 +68,7 @@ for spec in "$@"; do
 	[[ $rest == *:* ]] && gogc=${rest#*:}
 	[[ -x $bin ]] || { echo "not an executable: $bin" >&2; exit 2; }
 	PORT[$name]=$(free_port)
-	env ${gogc:+GOGC=$gogc} "${envs[@]}" "$bin" serve --listen "127.0.0.1:${PORT[$name]}" --health-check-interval 0 --log-level warn "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
+	env ${gogc:+GOGC=$gogc} "${envs[@]}" "$bin" serve --listen "127.0.0.1:${PORT[$name]}" --health-check-interval 0 --log-level "$LEVEL" "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
 	PID[$name]=$!
 	PIDS+=($!)
 	NAMES+=("$name")

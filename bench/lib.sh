@@ -51,6 +51,8 @@ SALT=una-sal-larga-y-aleatoria-por-despliegue
 # NGINX_TLS=CERT:KEY set, the server listens with TLS 1.2 and 1.3 (and h2 by
 # ALPN) on that pair, TLS 1.3 pinned to TLS_AES_128_GCM_SHA256, the suite
 # Go's server picks, so that both proxies encrypt alike.
+# With ACCESS_LOG set, nginx writes its default combined access log (a
+# write per request, unbuffered, as nginx does by default) to a file.
 nginx_conf() {
 	local port=$1 b listen tls=""
 	shift
@@ -73,7 +75,7 @@ error_log $WORK/nginx/$port/error.log warn;
 worker_rlimit_nofile 20000;
 events { worker_connections 10000; }
 http {
-    access_log off;
+    $( [[ -n ${ACCESS_LOG:-} ]] && echo "access_log $WORK/nginx/$port/access.log combined;" || echo "access_log off;" )
     client_body_temp_path $WORK/nginx/$port/body;
     proxy_temp_path $WORK/nginx/$port/proxy;
     fastcgi_temp_path $WORK/nginx/$port/fastcgi;

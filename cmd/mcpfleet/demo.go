@@ -63,7 +63,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	gw, err := startGateway(cfg, "", log)
+	gw, err := startGateway(cfg, "", log, nil)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stopTelemetry(tel, log)
 	serveTelemetry.Store(tel)
 	defer serveTelemetry.Store(nil)
-	gw, err := startGateway(cfg, *path, log)
+	gw, err := startGateway(cfg, *path, log, lw)
 	if err != nil {
 		return err
 	}
@@ -166,14 +166,17 @@ func tuneGC() {
 // configPath, if not "", is re-read on SIGHUP. Everything (certificates,
 // listeners, background loops and the SIGHUP handler) is ready before the
 // first request is served, so a gateway that answers /readyz also reloads.
-func startGateway(cfg config.Config, configPath string, log *slog.Logger) (*runningGateway, error) {
+// startGateway starts the gateway of cfg; access, when not nil, is the
+// writer under log's JSON handler, where the gateway puts its access log
+// lines together itself (gateway.Options.AccessLog).
+func startGateway(cfg config.Config, configPath string, log *slog.Logger, access io.Writer) (*runningGateway, error) {
 	tuneGC()
 	certs, admCerts, err := loadCerts(cfg, log)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	rg := &runningGateway{served: make(chan error, 2), log: log, reg: prometheus.NewRegistry(), cfgPath: configPath}
-	if rg.svcs, err = startServices(cfg, rg.reg, log, memoryBudget(&cfg, log)); err != nil {
+	if rg.svcs, err = startServices(cfg, rg.reg, log, access, memoryBudget(&cfg, log)); err != nil {
 		return nil, err
 	}
 	for _, c := range []*certSlot{certs, admCerts} {

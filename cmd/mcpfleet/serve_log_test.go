@@ -58,6 +58,11 @@ func TestServeLogReachesStderrByExit(t *testing.T) {
 			t.Fatalf("stderr line not JSON (%v): %q", err, l)
 		}
 		seen[m.Msg] = true
+		// The access line, which the gateway puts together itself, as
+		// slog's JSON handler would.
+		if m.Msg == "request" && !strings.Contains(l, `,"level":"INFO","msg":"request","http_method":"POST","method":"ping","era":"2025-11-25","replica":"`) {
+			t.Errorf("access log line %q", l)
+		}
 	}
 	for _, msg := range []string{"gateway listening", "request", "shutting down"} {
 		if !seen[msg] {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -102,22 +101,11 @@ func (g *Gateway) finish(rec *record) {
 		}
 		g.endSpan(rec, d, out)
 	}
-	g.log.LogAttrs(rec.r.Context(), slog.LevelInfo, "request",
-		slog.String("http_method", rec.r.Method),
-		slog.String("method", label),
-		slog.String("era", era),
-		slog.String("replica", replica),
-		slog.Int("status", rec.status),
-		slog.String("outcome", out),
-		slog.Int("attempts", rec.attempts),
-		slog.String("limit", rec.limit),
-		slog.String("cache", rec.cache),
-		slog.String("capacity", rec.capacity),
-		slog.Bool("early_stream", rec.early),
-		slog.Int("upstream_status", rec.upstreamStatus),
-		slog.Int("events", rec.events),
-		slog.Int("keepalives", rec.keepAlives),
-		slog.Int64("bytes", rec.bytes),
-		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-	)
+	g.logAccess(rec.r.Context(), &accessLine{
+		httpMethod: rec.r.Method, method: label, era: era, replica: replica,
+		status: rec.status, outcome: out, attempts: rec.attempts,
+		limit: rec.limit, cache: rec.cache, capacity: rec.capacity, early: rec.early,
+		upstreamStatus: rec.upstreamStatus, events: rec.events, keepAlives: rec.keepAlives,
+		bytes: rec.bytes, durationMS: float64(d.Microseconds()) / 1000,
+	})
 }
