@@ -116,3 +116,53 @@ func TestResetStreamOverH2(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyReadTimeout: a body that stops coming is cut at BodyReadTimeout
+// (400, "reading request body failed"), over HTTP/1.1 and HTTP/2, and the
+// bound is over once the body is read: a call that runs past it is
+// answered, and so is the next request on the same connection.
+func TestBodyReadTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	f := startFleet(t, 1, &Options{BodyReadTimeout: timeout})
+	h2url, h2client := startH2Front(t, f.gw)
+	for _, tc := range []struct {
+		name, url string
+		client    *http.Client
+	}{
+		{"h1", f.url(), &http.Client{}},
+		{"h2", h2url, h2client},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+			req, _ := http.NewRequest(http.MethodPost, tc.url, pr)
+			req.ContentLength = int64(len(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			go func() { _, _ = pw.Write([]byte(body[:10])) }() // then nothing
+			start := time.Now()
+			resp, err := tc.client.Do(req)
+			if err != nil {
+				t.Fatalf("a stalled body: %v", err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			took := time.Since(start)
+			if resp.StatusCode != http.StatusBadRequest || !bytes.Contains(got, []byte("reading request body failed")) {
+				t.Fatalf("a stalled body: %d %s", resp.StatusCode, got)
+			}
+			if took < timeout || took > timeout+5*time.Second {
+				t.Errorf("a stalled body was cut after %v, want %v", took, timeout)
+			}
+			// A call that outlasts the body's bound, on the same client.
+			r := &raw{t: t, url: tc.url, version: "2026-07-28", client: tc.client}
+			resp = r.post(context.Background(), 2, "tools/call", map[string]any{"name": "sleep", "arguments": map[string]any{"seconds": 2 * timeout.Seconds()}}, nil)
+			got, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !bytes.Contains(got, []byte(`"result"`)) {
+				t.Errorf("a call past the body's bound: %d %s", resp.StatusCode, got)
+			}
+		})
+	}
+}

@@ -191,7 +191,7 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 		bd.untilClose = true
 	}
 	resp = &http.Response{
-		Status:        strconv.Itoa(h.Status) + " " + http.StatusText(h.Status),
+		Status:        statusText(h.Status),
 		StatusCode:    h.Status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
@@ -210,6 +210,24 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 		bd.release(true)
 	}
 	return resp, true, nil
+}
+
+// statusText is a response's Status as net/http's client gives it ("200
+// OK"), without building the string for the codes replicas answer with.
+func statusText(code int) string {
+	switch code {
+	case http.StatusOK:
+		return "200 OK"
+	case http.StatusAccepted:
+		return "202 Accepted"
+	case http.StatusNoContent:
+		return "204 No Content"
+	case http.StatusBadRequest:
+		return "400 Bad Request"
+	case http.StatusNotFound:
+		return "404 Not Found"
+	}
+	return strconv.Itoa(code) + " " + http.StatusText(code)
 }
 
 // appendHead writes the request line and header section.

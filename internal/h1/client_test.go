@@ -1309,3 +1309,11 @@ func TestMaxConnsBoundsOpenConnections(t *testing.T) {
 		t.Errorf("%d connections counted open, want 1", open)
 	}
 }
+
+func TestStatusText(t *testing.T) {
+	for _, code := range []int{200, 202, 204, 400, 404, 500, 599} {
+		if got, want := statusText(code), strconv.Itoa(code)+" "+http.StatusText(code); got != want {
+			t.Errorf("statusText(%d) = %q, want %q", code, got, want)
+		}
+	}
+}
