@@ -97,23 +97,30 @@ func parseMessage(body []byte) (mcpmsg.Message, *mcpmsg.Error) {
 	return msg, errInvalidRequest
 }
 
-// armBodyTimeout bounds the reading of a request's body to timeout and
-// returns the func that ends the bound. The read deadline is only set
-// should the body take longer: a timer puts it in the past then. Setting a
-// deadline before the read and clearing it after costs HTTP/2 two messages
-// to the connection's serving goroutine and two timers (6% of the
-// gateway's CPU under h2load); a body that is there at once costs one
-// timer, started and stopped.
-func armBodyTimeout(rc *http.ResponseController, timeout time.Duration) (disarm func()) {
-	bt := &bodyTimer{rc: rc}
-	bt.t = time.AfterFunc(timeout, bt.fire)
-	return bt.disarm
+// armBodyTimeout bounds the reading of a request's body to timeout until
+// the returned timer's disarm. The read deadline is only set should the
+// body take longer: the timer puts it in the past then. Setting a deadline
+// before the read and clearing it after costs HTTP/2 two messages to the
+// connection's serving goroutine and two timers (6% of the gateway's CPU
+// under h2load); a body that is there at once costs a pooled timer,
+// started and stopped.
+func armBodyTimeout(w http.ResponseWriter, timeout time.Duration) *bodyTimer {
+	bt := bodyTimers.Get().(*bodyTimer)
+	bt.w, bt.done, bt.fired = w, false, false
+	if bt.t == nil {
+		bt.t = time.AfterFunc(timeout, bt.fire)
+	} else {
+		bt.t.Reset(timeout)
+	}
+	return bt
 }
 
+var bodyTimers = sync.Pool{New: func() any { return new(bodyTimer) }}
+
 type bodyTimer struct {
-	rc    *http.ResponseController
 	t     *time.Timer
 	mu    sync.Mutex
+	w     http.ResponseWriter
 	done  bool // the read is over: fire sets nothing
 	fired bool // fire set the deadline: disarm clears it
 }
@@ -123,18 +130,24 @@ func (bt *bodyTimer) fire() {
 	defer bt.mu.Unlock()
 	if !bt.done {
 		bt.fired = true
-		_ = bt.rc.SetReadDeadline(time.Unix(1, 0))
+		_ = http.NewResponseController(bt.w).SetReadDeadline(time.Unix(1, 0))
 	}
 }
 
+// disarm ends the bound. A timer stopped before it fired goes back to the
+// pool; one that fired may still be running fire, and is left to it.
 func (bt *bodyTimer) disarm() {
-	bt.t.Stop()
+	stopped := bt.t.Stop()
 	bt.mu.Lock()
 	bt.done = true
-	fired := bt.fired
+	fired, w := bt.fired, bt.w
 	bt.mu.Unlock()
 	if fired {
-		_ = bt.rc.SetReadDeadline(time.Time{})
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	}
+	if stopped {
+		bt.w = nil
+		bodyTimers.Put(bt)
 	}
 }
 
@@ -143,7 +156,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *mcp
 	if r.ContentLength > g.opts.MaxBodyBytes {
 		return nil, errBodyTooLarge
 	}
-	defer armBodyTimeout(http.NewResponseController(w), g.opts.BodyReadTimeout)()
+	defer armBodyTimeout(w, g.opts.BodyReadTimeout).disarm()
 	if r.ContentLength >= 0 {
 		// The length is known and within the bound: one allocation, and
 		// the body must end where its length says.

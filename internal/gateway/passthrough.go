@@ -130,7 +130,7 @@ func (g *Gateway) relayVerbatim(w http.ResponseWriter, r *http.Request, resp *ht
 	if r.Method == http.MethodHead {
 		return
 	}
-	cw := &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+	cw := &clientWriter{w: w, rc: *http.NewResponseController(w), timeout: g.opts.WriteTimeout}
 	defer cw.rc.SetWriteDeadline(time.Time{})
 	n, err := io.Copy(cw, resp.Body)
 	rec.bytes = n

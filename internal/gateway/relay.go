@@ -37,7 +37,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 	}
 	rec.status, rec.upstreamStatus = resp.StatusCode, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
-	cw := &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+	cw := &clientWriter{w: w, rc: *http.NewResponseController(w), timeout: g.opts.WriteTimeout}
 	// The connection outlives this request (keep-alive): lift the deadline.
 	defer cw.rc.SetWriteDeadline(time.Time{})
 	if !stream {
@@ -257,14 +257,14 @@ func (g *Gateway) openEventStream(w http.ResponseWriter, rec *record) *clientWri
 	h.Set("X-Accel-Buffering", "no")
 	rec.status = http.StatusOK
 	w.WriteHeader(http.StatusOK)
-	return &clientWriter{w: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+	return &clientWriter{w: w, rc: *http.NewResponseController(w), timeout: g.opts.WriteTimeout}
 }
 
 // clientWriter writes to the client with a deadline on every write, so a
 // client that stops reading is cut instead of holding the relay forever.
 type clientWriter struct {
 	w       http.ResponseWriter
-	rc      *http.ResponseController
+	rc      http.ResponseController
 	timeout time.Duration
 	failed  bool
 }
@@ -291,6 +291,6 @@ func (c *clientWriter) Flush() error {
 func (c *clientWriter) fail() {
 	if !c.failed {
 		c.failed = true
-		abortClient(c.rc)
+		abortClient(&c.rc)
 	}
 }

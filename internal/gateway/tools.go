@@ -277,13 +277,12 @@ func (g *Gateway) toolFilter(q *request, snap *upstream.Snapshot, in balance.Inp
 		return nil
 	}
 	sets := *w.sets.Load()
-	has := func(i int, tool string) bool { return sets[snap.At(i).Name()].Has(tool) }
 	restricted, declared := false, false
 	for i := range snap.Len() {
 		if !snap.Eligible(i) {
 			continue
 		}
-		if has(i, q.msg.Name) {
+		if sets[snap.At(i).Name()].Has(q.msg.Name) {
 			declared = true
 		} else {
 			restricted = true
@@ -294,6 +293,7 @@ func (g *Gateway) toolFilter(q *request, snap *upstream.Snapshot, in balance.Inp
 		// as it would without the watch): nothing to filter.
 		return nil
 	}
+	has := func(i int, tool string) bool { return sets[snap.At(i).Name()].Has(tool) }
 	ok := tools.Declares(snap.Len(), q.msg.Name, snap.Eligible, has)
 	if idx := balance.Pick(g.opts.Balance, snap, in, nil); idx >= 0 && !ok(idx) {
 		g.metrics.toolReroutes.Inc()

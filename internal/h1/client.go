@@ -73,6 +73,7 @@ func (p *Pool) SetMaxConns(n int) { p.maxConns = max(0, n) }
 type conn struct {
 	nc        net.Conn
 	br        *bufio.Reader
+	peek      *peeker
 	addr      string
 	idleSince time.Time
 	p         *Pool
@@ -259,7 +260,7 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 			list[len(list)-1] = nil
 			p.idle[addr] = list[:len(list)-1]
 			p.mu.Unlock()
-			if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
+			if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && c.peek.alive() {
 				return c, nil
 			}
 			c.close()
@@ -298,7 +299,7 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 		}
 		return nil, err
 	}
-	c.nc, c.br = nc, bufio.NewReaderSize(nc, clientBufSize)
+	c.nc, c.br, c.peek = nc, bufio.NewReaderSize(nc, clientBufSize), newPeeker(nc)
 	return c, nil
 }
 
