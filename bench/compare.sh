@@ -22,7 +22,12 @@
 #
 # Env: ROUNDS (3), DURATION (6s), CONNECTIONS (32), ACCESS_LOG (unset: no
 # access log anywhere; set: nginx writes its default combined access log to a
-# file and mcpfleet runs at --log-level info, a line per request to a file).
+# file and mcpfleet runs at --log-level info, a line per request to a file),
+# STRACE (set, with ACCESS_LOG: after the rounds, each target's system calls
+# per request, by strace -c -f over a 2 s wrk run, the requests counted by
+# the access log's lines; nginx's worker is the one traced).
+# Allocations per request are each mcpfleet's go_memstats_mallocs_total
+# (its admin listener) over a run, divided by its requests.
 set -euo pipefail
 
 [[ $# -gt 0 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
@@ -52,7 +57,7 @@ wait_port "$SINK_PORT"
 UPS=()
 for p in "${B[@]}"; do UPS+=(--upstream "http://127.0.0.1:$p/mcp"); done
 
-declare -A PORT PID
+declare -A PORT PID ADMIN
 NAMES=()
 for spec in "$@"; do
 	name=${spec%%=*}
@@ -68,7 +73,9 @@ for spec in "$@"; do
 	[[ $rest == *:* ]] && gogc=${rest#*:}
 	[[ -x $bin ]] || { echo "not an executable: $bin" >&2; exit 2; }
 	PORT[$name]=$(free_port)
-	env ${gogc:+GOGC=$gogc} "${envs[@]}" "$bin" serve --listen "127.0.0.1:${PORT[$name]}" --health-check-interval 0 --log-level "$LEVEL" "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
+	ADMIN[$name]=$(free_port)
+	env ${gogc:+GOGC=$gogc} "${envs[@]}" "$bin" serve --listen "127.0.0.1:${PORT[$name]}" --admin "127.0.0.1:${ADMIN[$name]}" \
+		--health-check-interval 0 --log-level "$LEVEL" "${UPS[@]}" >"$WORK/$name.log" 2>&1 &
 	PID[$name]=$!
 	PIDS+=($!)
 	NAMES+=("$name")
@@ -99,23 +106,65 @@ end
 LUA
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# mallocs N: the Go allocations of target N so far; "" for nginx.
+mallocs() {
+	[[ -n ${ADMIN[$1]:-} ]] || return 0
+	curl -s "http://127.0.0.1:${ADMIN[$1]}/metrics" | awk '/^go_memstats_mallocs_total /{printf "%.0f", $2}'
+}
 TICK=$(getconf CLK_TCK)
-printf 'round\ttarget\treq_per_s\tp99\tcpu_us_per_req\n' >"$WORK/runs.tsv"
+printf 'round\ttarget\treq_per_s\tp50\tp99\tcpu_us_per_req\tallocs_per_req\n' >"$WORK/runs.tsv"
 for round in $(seq "$ROUNDS"); do
 	for n in "${NAMES[@]}"; do
 		c0=$(cpu_ticks "${PID[$n]}")
+		m0=$(mallocs "$n")
 		wrk -t2 -c"$CONNS" -d"$DUR" --latency -s "$WORK/a.lua" "http://127.0.0.1:${PORT[$n]}/mcp" >"$WORK/wrk.txt" 2>&1 || true
 		c1=$(cpu_ticks "${PID[$n]}")
-		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" '
+		m1=$(mallocs "$n")
+		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" -v m0="$m0" -v m1="$m1" '
 			function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-			/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} /^ +99%/ {p99=ms($2)}
-			END {printf "%s\t%s\t%.0f\t%.2f\t%.0f\n", r, n, rps, p99, (reqs > 0 ? c * 1e6 / tick / reqs : 0)}' "$WORK/wrk.txt" | tee -a "$WORK/runs.tsv"
+			/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} /^ +50%/ {p50=ms($2)} /^ +99%/ {p99=ms($2)}
+			END {printf "%s\t%s\t%.0f\t%.2f\t%.2f\t%.0f\t%s\n", r, n, rps, p50, p99, (reqs > 0 ? c * 1e6 / tick / reqs : 0),
+				(m0 != "" && reqs > 0 ? sprintf("%.1f", (m1 - m0) / reqs) : "-")}' "$WORK/wrk.txt" | tee -a "$WORK/runs.tsv"
 	done
 done
 echo
-echo "== medians over $ROUNDS rounds (req/s, p99 ms, CPU us per request) =="
-awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]=$4; u[k,c[k]]=$5}
+echo "== medians over $ROUNDS rounds (req/s, p50 ms, p99 ms, CPU us per request, allocations per request) =="
+awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; q[k,c[k]]=$4; p[k,c[k]]=$5; u[k,c[k]]=$6; a[k,c[k]]=$7}
 	function med(a, k, n,   i, j, t, v) { for (i=1;i<=n;i++) v[i]=a[k,i]+0
 		for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (v[j]<v[i]) {t=v[i]; v[i]=v[j]; v[j]=t}
 		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
-	END {for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.0f\n", k, med(r,k,c[k]), med(p,k,c[k]), med(u,k,c[k])}}' "$WORK/runs.tsv" | column -t -s $'\t'
+	END {for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.2f\t%.0f\t%s\n", k, med(r,k,c[k]), med(q,k,c[k]), med(p,k,c[k]), med(u,k,c[k]),
+		(a[k,1] == "-" ? "-" : sprintf("%.1f", med(a,k,c[k])))}}' "$WORK/runs.tsv" | column -t -s $'\t'
+
+[[ -n ${STRACE:-} && -n ${ACCESS_LOG:-} ]] || exit 0
+command -v strace >/dev/null || { echo "strace not found (apt-get install strace): no system call counts" >&2; exit 0; }
+# lines N: the access log lines target N has written so far.
+lines() {
+	if [[ $1 == nginx ]]; then
+		cat "$WORK"/nginx/"${PORT[nginx]}"/access.log 2>/dev/null | wc -l
+	else
+		grep -c '"msg":"request"' "$WORK/$1.log" || true
+	fi
+}
+echo
+echo "== system calls per request (strace -c -f over 2 s of wrk's load) =="
+for n in "${NAMES[@]}"; do
+	# strace is attached before the load starts and detached after its
+	# last line is logged: every request counted is traced, with the idle
+	# moments around it (a few timer calls).
+	strace -c -f -p "${PID[$n]}" -o "$WORK/strace-$n.txt" 2>/dev/null &
+	s=$!
+	sleep 1
+	l0=$(lines "$n")
+	wrk -t2 -c"$CONNS" -d2s -s "$WORK/a.lua" "http://127.0.0.1:${PORT[$n]}/mcp" >/dev/null 2>&1 || true
+	sleep 0.2 # the last lines reach the log (mcpfleet writes its log every 10 ms)
+	l1=$(lines "$n")
+	kill -INT "$s" 2>/dev/null || true
+	wait "$s" || true
+	awk -v n="$n" -v reqs="$((l1 - l0))" '
+		$NF != "total" && $4 ~ /^[0-9]+$/ {calls=$4; errs=($5 ~ /^[0-9]+$/ ? $5 : 0); name=$NF; tot+=calls; c[name]=calls; e[name]=errs}
+		END {if (reqs <= 0) {print n ": no request counted"; exit}
+			printf "%s\t%.2f per request (%d requests):", n, tot / reqs, reqs
+			for (k in c) if (c[k] / reqs >= 0.01) printf " %s %.2f%s", k, c[k] / reqs, (e[k] > 0 ? sprintf(" (%.2f failed)", e[k] / reqs) : "")
+			printf "\n"}' "$WORK/strace-$n.txt"
+done
