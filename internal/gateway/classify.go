@@ -134,15 +134,21 @@ func (bt *bodyTimer) fire() {
 	}
 }
 
-// disarm ends the bound. A timer stopped before it fired goes back to the
-// pool; one that fired may still be running fire, and is left to it.
-func (bt *bodyTimer) disarm() {
+// disarm ends the bound once the body is read (read) or its read failed.
+// A deadline the timer set is lifted only after a body read whole: after a
+// failed read the connection is of no further use, and net/http's server
+// reads what is left of a body before it answers, which without the
+// deadline would wait for a client that sends nothing more for as long as
+// that client keeps the connection. A timer stopped before it fired goes
+// back to the pool; one that fired may still be running fire, and is left
+// to it.
+func (bt *bodyTimer) disarm(read bool) {
 	stopped := bt.t.Stop()
 	bt.mu.Lock()
 	bt.done = true
 	fired, w := bt.fired, bt.w
 	bt.mu.Unlock()
-	if fired {
+	if fired && read {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	}
 	if stopped {
@@ -152,11 +158,12 @@ func (bt *bodyTimer) disarm() {
 }
 
 // readBody reads the whole body within the size bound and the read timeout.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *mcpmsg.Error) {
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) (_ []byte, fail *mcpmsg.Error) {
 	if r.ContentLength > g.opts.MaxBodyBytes {
 		return nil, errBodyTooLarge
 	}
-	defer armBodyTimeout(w, g.opts.BodyReadTimeout).disarm()
+	bt := armBodyTimeout(w, g.opts.BodyReadTimeout)
+	defer func() { bt.disarm(fail == nil) }()
 	if r.ContentLength >= 0 {
 		// The length is known and within the bound: one allocation, and
 		// the body must end where its length says.
