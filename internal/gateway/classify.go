@@ -106,7 +106,9 @@ func parseMessage(body []byte) (mcpmsg.Message, *mcpmsg.Error) {
 // started and stopped.
 func armBodyTimeout(w http.ResponseWriter, timeout time.Duration) *bodyTimer {
 	bt := bodyTimers.Get().(*bodyTimer)
+	bt.mu.Lock()
 	bt.w, bt.done, bt.fired = w, false, false
+	bt.mu.Unlock()
 	if bt.t == nil {
 		bt.t = time.AfterFunc(timeout, bt.fire)
 	} else {
@@ -122,7 +124,7 @@ type bodyTimer struct {
 	mu    sync.Mutex
 	w     http.ResponseWriter
 	done  bool // the read is over: fire sets nothing
-	fired bool // fire set the deadline: disarm clears it
+	fired bool // fire set the deadline: disarm lifts it after a body read whole
 }
 
 func (bt *bodyTimer) fire() {
