@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -164,5 +166,58 @@ func TestBodyReadTimeout(t *testing.T) {
 				t.Errorf("a call past the body's bound: %d %s", resp.StatusCode, got)
 			}
 		})
+	}
+}
+
+// deadlineRecorder is a ResponseWriter that records the read deadlines a
+// ResponseController sets on it.
+type deadlineRecorder struct {
+	http.ResponseWriter
+	mu  sync.Mutex
+	set []time.Time
+}
+
+func (d *deadlineRecorder) SetReadDeadline(t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.set = append(d.set, t)
+	return nil
+}
+
+func (d *deadlineRecorder) deadlines() []time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.set)
+}
+
+// TestBodyTimer: a body read in time sets no deadline at all, also on a
+// timer taken again from the pool; a late one gets a deadline in the past,
+// lifted after a body read whole and kept after a failed read.
+func TestBodyTimer(t *testing.T) {
+	for range 3 { // in time: no deadline, the timer pooled and reused
+		w := &deadlineRecorder{}
+		armBodyTimeout(w, time.Hour).disarm(true)
+		if d := w.deadlines(); len(d) != 0 {
+			t.Fatalf("a body read in time set deadlines %v", d)
+		}
+	}
+	for _, read := range []bool{false, true} {
+		w := &deadlineRecorder{}
+		bt := armBodyTimeout(w, time.Millisecond)
+		deadline := time.Now().Add(10 * time.Second)
+		for len(w.deadlines()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		bt.disarm(read)
+		d := w.deadlines()
+		if len(d) == 0 || !d[0].Before(time.Now()) {
+			t.Fatalf("a late body: deadlines %v, want one in the past", d)
+		}
+		if read && (len(d) != 2 || !d[1].IsZero()) {
+			t.Errorf("a late body read whole: deadlines %v, want the past one lifted", d)
+		}
+		if !read && len(d) != 1 {
+			t.Errorf("a late body that failed: deadlines %v, want the past one kept", d)
+		}
 	}
 }
