@@ -11,4 +11,7 @@ func newPeeker(net.Conn) *peeker { return nil }
 
 func (*peeker) alive() bool { return true }
 
+// wait cannot wait here without reading: the next read waits instead.
+func (*peeker) wait() error { return nil }
+
 func alive(net.Conn) bool { return true }

@@ -86,6 +86,16 @@ func (c *chunkedReader) Read(p []byte) (int, error) {
 	return 0, c.err
 }
 
+// skipBufferedEnd reads the CRLF after a chunk's data when it is buffered
+// already, without blocking: what is left buffered after it is the next
+// chunk's, if anything.
+func (c *chunkedReader) skipBufferedEnd() {
+	if c.err == nil && c.needCRLF && c.br.Buffered() >= 2 {
+		c.setErr(c.readDataEnd())
+		c.needCRLF = false
+	}
+}
+
 func (c *chunkedReader) setErr(err error) {
 	if err == nil {
 		return

@@ -299,7 +299,9 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 		}
 		return nil, err
 	}
-	c.nc, c.br, c.peek = nc, bufio.NewReaderSize(nc, clientBufSize), newPeeker(nc)
+	c.br = clientReaders.Get().(*bufio.Reader)
+	c.br.Reset(nc)
+	c.nc, c.peek = nc, newPeeker(nc)
 	return c, nil
 }
 
@@ -399,6 +401,47 @@ func (b *Body) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// WaitReadable waits until the connection has bytes for the body, holding
+// no read buffer meanwhile: an idle stream's connection (a standalone SSE
+// stream that says nothing for hours) then costs no buffer while it
+// waits. It returns at once when bytes are buffered or the body is over,
+// and the error a Read would give when the connection fails or the
+// exchange is cancelled meanwhile. Where the connection cannot be waited
+// on this way, it returns nil and the next Read waits as usual. It must
+// not be called concurrently with Read.
+func (b *Body) WaitReadable() error {
+	if b.chunked != nil {
+		// The CRLF that ends the last chunk's data is framing, not bytes
+		// for the body: read past it, or it would look like the next.
+		b.chunked.skipBufferedEnd()
+		if b.chunked.err != nil {
+			return nil // the next Read tells
+		}
+	}
+	if b.eof || b.done.Load() || b.err != nil || b.c.br.Buffered() > 0 {
+		return nil
+	}
+	c := b.c
+	clientReaders.Put(c.br)
+	c.br = nil
+	err := c.peek.wait()
+	c.br = clientReaders.Get().(*bufio.Reader)
+	c.br.Reset(c.nc)
+	if b.chunked != nil {
+		b.chunked.br = c.br
+	}
+	if err != nil {
+		if b.cancelled.Load() {
+			err = context.Canceled
+		}
+		b.err = err
+	}
+	return err
+}
+
+// clientReaders are the read buffers of upstream connections.
+var clientReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, clientBufSize) }}
 
 // Close releases the connection: back to the pool when the body was read
 // to its end, closed otherwise. It may be called from another goroutine to

@@ -1317,3 +1317,91 @@ func TestStatusText(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyWaitReadable: WaitReadable returns only once the replica sends
+// more (the next chunk), at once when bytes are buffered, and after it the
+// body reads on as before, to its end, the connection reused; a cancel
+// during the wait ends it with context.Canceled.
+func TestBodyWaitReadable(t *testing.T) {
+	step, quit := make(chan struct{}), make(chan struct{})
+	s := newServer(t, func(n int, c net.Conn, br *bufio.Reader) error {
+		for {
+			if _, err := http.ReadRequest(br); err != nil {
+				return err
+			}
+			if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"); err != nil {
+				return err
+			}
+			for _, e := range []string{"data: 1\n\n", "data: 2\n\n"} {
+				select {
+				case <-step:
+				case <-quit:
+					return nil
+				case <-time.After(wait):
+					return errors.New("client never asked for more")
+				}
+				if _, err := fmt.Fprintf(c, "%x\r\n%s\r\n", len(e), e); err != nil {
+					return err
+				}
+			}
+			if _, err := io.WriteString(c, "0\r\n\r\n"); err != nil {
+				return err
+			}
+		}
+	})
+	t.Cleanup(func() { close(quit) }) // before the server's cleanup waits for it
+	p, dials := testPool(t, 4)
+	for round := range 2 {
+		resp, _, err := p.Do(testCtx(t), s.addr, getReq())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := resp.Body.(*Body)
+		buf := make([]byte, 256)
+		for i := 1; i <= 2; i++ {
+			waited := make(chan error, 1)
+			go func() { waited <- body.WaitReadable() }()
+			select {
+			case err := <-waited:
+				t.Fatalf("round %d event %d: WaitReadable returned %v before the replica sent anything", round, i, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			step <- struct{}{}
+			if err := <-waited; err != nil {
+				t.Fatalf("round %d event %d: WaitReadable: %v", round, i, err)
+			}
+			n, err := readWithin(t, resp.Body, buf, wait)
+			if want := "data: " + strconv.Itoa(i) + "\n\n"; err != nil || string(buf[:n]) != want {
+				t.Fatalf("round %d event %d: %q, %v; want %q", round, i, buf[:n], err, want)
+			}
+		}
+		// The terminator follows at once: buffered or on its way.
+		if err := body.WaitReadable(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := readWithin(t, resp.Body, buf, wait); n != 0 || err != io.EOF {
+			t.Fatalf("round %d: after the events: %d, %v; want EOF", round, n, err)
+		}
+	}
+	if d := dials.Load(); d != 1 {
+		t.Errorf("%d dials for two streams in turn, want the connection reused", d)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	resp, _, err := p.Do(ctx, s.addr, getReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- resp.Body.(*Body).WaitReadable() }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a cancel during WaitReadable: %v, want context.Canceled", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("a cancel did not end WaitReadable")
+	}
+}

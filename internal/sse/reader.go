@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // ErrEventTooLarge reports an event longer than the reader's bound.
@@ -19,10 +20,16 @@ var ErrEventTooLarge = errors.New("reading sse event: event exceeds size bound")
 // lines end in LF or CRLF; a lone CR is kept as data, which no MCP server
 // sends).
 type Reader struct {
-	br  *bufio.Reader
-	max int
-	buf []byte // the event being assembled; reused between calls
+	src  io.Reader
+	br   *bufio.Reader
+	max  int
+	buf  []byte       // the event being assembled; reused between calls
+	wait readableWait // set for an idle reader (NewIdleReader)
 }
+
+// readableWait is a source that can wait for bytes holding no buffer, as
+// an upstream response body does (h1.Body).
+type readableWait interface{ WaitReadable() error }
 
 const readerBufSize = 1 << 10
 
@@ -34,13 +41,47 @@ func NewReader(r io.Reader, max int) *Reader {
 	}
 	// The buffer is small: an idle stream holds it for as long as it is
 	// open, and a long line is put together in buf anyway.
-	return &Reader{br: bufio.NewReaderSize(r, readerBufSize), max: max}
+	return &Reader{src: r, br: bufio.NewReaderSize(r, readerBufSize), max: max}
+}
+
+// NewIdleReader is NewReader for a stream that is idle most of the time (a
+// standalone GET stream): when r can wait for bytes without a buffer
+// (WaitReadable), the Reader holds none between events either, neither its
+// own nor r's, and takes them back when bytes come. A wait costs a
+// non-blocking peek or two; a stream with events back to back finds its
+// bytes buffered and does not wait.
+func NewIdleReader(r io.Reader, max int) *Reader {
+	rd := NewReader(r, max)
+	if w, ok := r.(readableWait); ok {
+		rd.wait = w
+	}
+	return rd
+}
+
+var idleBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readerBufSize) }}
+
+// waitIdle waits for the next bytes of an idle reader with nothing
+// buffered, its buffers let go meanwhile.
+func (r *Reader) waitIdle() error {
+	if r.wait == nil || r.br.Buffered() > 0 {
+		return nil
+	}
+	r.br.Reset(nil)
+	idleBufs.Put(r.br)
+	r.br, r.buf = nil, nil
+	err := r.wait.WaitReadable()
+	r.br = idleBufs.Get().(*bufio.Reader)
+	r.br.Reset(r.src)
+	return err
 }
 
 // Next returns the next whole event block, including its terminating blank
 // line. The slice is valid until the next call. At the end of the stream it
 // returns io.EOF; bytes of an unfinished event are then in Rest.
 func (r *Reader) Next() ([]byte, error) {
+	if err := r.waitIdle(); err != nil {
+		return nil, err
+	}
 	r.buf = r.buf[:0]
 	long := false // the line so far filled the buffer: this is more of it
 	for {

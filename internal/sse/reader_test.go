@@ -116,7 +116,60 @@ func FuzzReader(f *testing.F) {
 		if !bytes.Equal(out, in) {
 			t.Fatalf("relay lost bytes: in %q, out %q", in, out)
 		}
+		// An idle reader, which lets its buffer go whenever it has read
+		// everything it had, gives the same blocks from bytes that come a
+		// few at a time.
+		want, got := blocks(NewReader(bytes.NewReader(in), max)), blocks(NewIdleReader(&trickle{in: in}, max))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("idle reader of %q (-plain +idle):\n%s", in, diff)
+		}
 	})
+}
+
+// blocks reads r to its end: its blocks, then its error and Rest.
+func blocks(r *Reader) []string {
+	var out []string
+	for {
+		b, err := r.Next()
+		if err != nil {
+			return append(out, "error: "+err.Error(), "rest: "+string(r.Rest()))
+		}
+		out = append(out, string(b))
+	}
+}
+
+// trickle gives its bytes five at a time and can be waited on, as an
+// upstream body can.
+type trickle struct {
+	in    []byte
+	waits int
+}
+
+func (t *trickle) Read(p []byte) (int, error) {
+	if len(t.in) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 5)], t.in)
+	t.in = t.in[n:]
+	return n, nil
+}
+
+func (t *trickle) WaitReadable() error { t.waits++; return nil }
+
+// TestIdleReaderWaitsBetweenEvents: an idle reader waits on its source
+// only when it has nothing buffered, and its events are the plain
+// reader's.
+func TestIdleReaderWaitsBetweenEvents(t *testing.T) {
+	src := &trickle{in: []byte("data: 1\n\n: keep-alive\n\ndata: 2\n\n")}
+	r := NewIdleReader(src, 0)
+	got := blocks(r)
+	want := []string{"data: 1\n\n", ": keep-alive\n\n", "data: 2\n\n", "error: EOF", "rest: "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if src.waits == 0 || src.waits > 4 {
+		t.Errorf("%d waits for 3 events arriving 5 bytes at a time", src.waits)
+	}
 }
 
 // TestReaderLineFillingBuffer: a line exactly as long as the read buffer
