@@ -25,14 +25,14 @@ type accessLine struct {
 
 // logAccess writes the request's line: put together here when the
 // gateway has the log's writer (Options.AccessLog) and every string in it
-// is plain, else through the Logger. slog's JSON handler spends about
-// 6.5 µs on a line of sixteen attributes; this, a tenth of that.
+// is plain, else through the Logger. slog's JSON handler spends 4.8 µs on
+// the line's sixteen attributes, this 0.8 (BenchmarkAccessLine).
 func (g *Gateway) logAccess(ctx context.Context, l *accessLine) {
-	if g.opts.AccessLog == nil || !l.plain() || !plainString(g.opts.Service).plain() {
-		l.slog(ctx, g.log)
+	if !g.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	if !g.log.Enabled(ctx, slog.LevelInfo) {
+	if g.opts.AccessLog == nil || !l.plain() || !plain(g.opts.Service) {
+		l.slog(ctx, g.log)
 		return
 	}
 	bp := lineBufs.Get().(*[]byte)
@@ -76,18 +76,16 @@ func (l *accessLine) attrs() []slog.Attr {
 // encoding/json writes without an exponent.
 func (l *accessLine) plain() bool {
 	for _, s := range [...]string{l.httpMethod, l.method, l.era, l.replica, l.outcome, l.limit, l.cache, l.capacity} {
-		if !plainString(s).plain() {
+		if !plain(s) {
 			return false
 		}
 	}
 	return l.durationMS >= 0 && l.durationMS < 1e21 && (l.durationMS == 0 || l.durationMS >= 1e-6)
 }
 
-// plainString is a string that JSON takes as it is: printable ASCII
-// without a quote or a backslash.
-type plainString string
-
-func (s plainString) plain() bool {
+// plain reports whether JSON takes s as it is: printable ASCII without a
+// quote or a backslash.
+func plain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false

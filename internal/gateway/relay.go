@@ -89,13 +89,13 @@ func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, res
 		g.metrics.keepAlives.Add(float64(n))
 	}()
 	rec.tap.prime(sw)
-	rd := sse.NewReader(resp.Body, g.opts.MaxEventBytes)
+	newReader := sse.NewReader
 	if r.Method == http.MethodGet {
 		// A standalone stream is silent most of its life: between events
 		// it holds no read buffer, the replica's connection's nor its own.
-		rd = sse.NewIdleReader(resp.Body, g.opts.MaxEventBytes)
+		newReader = sse.NewIdleReader
 	}
-	g.pump(sw, rd, r, q, rec)
+	g.pump(sw, newReader(resp.Body, g.opts.MaxEventBytes), r, q, rec)
 }
 
 // pump copies events from the replica to the client until the replica's

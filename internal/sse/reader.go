@@ -51,11 +51,16 @@ func NewReader(r io.Reader, max int) *Reader {
 // non-blocking peek or two; a stream with events back to back finds its
 // bytes buffered and does not wait.
 func NewIdleReader(r io.Reader, max int) *Reader {
-	rd := NewReader(r, max)
-	if w, ok := r.(readableWait); ok {
-		rd.wait = w
+	w, ok := r.(readableWait)
+	if !ok {
+		return NewReader(r, max)
 	}
-	return rd
+	if max <= 0 {
+		max = 4 << 20
+	}
+	br := idleBufs.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &Reader{src: r, br: br, max: max, wait: w}
 }
 
 var idleBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readerBufSize) }}
