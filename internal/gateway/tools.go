@@ -105,7 +105,6 @@ func (w *toolWatch) run(ctx context.Context) {
 				w.listAll(ctx, true)
 			} else if rep := w.g.fleet.Snapshot().Lookup(name); rep != nil {
 				w.list(ctx, rep)
-				w.evaluate()
 			}
 		}
 	}
@@ -173,14 +172,22 @@ func (w *toolWatch) list(ctx context.Context, rep *upstream.Replica) {
 		return
 	}
 	rt.set, rt.era, rt.listedAt, rt.err = set, era, time.Now(), ""
+	// Routing takes the new tools at once, not when the slowest of the
+	// replicas listed with this one answers, and what /api/tools shows is
+	// what routing uses.
+	w.evaluateLocked()
 }
 
 // evaluate holds every listed replica to the lock (or the majority),
 // quarantines or frees it, logs what changed, and publishes the sets.
 func (w *toolWatch) evaluate() {
-	snap := w.g.fleet.Snapshot()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.evaluateLocked()
+}
+
+func (w *toolWatch) evaluateLocked() {
+	snap := w.g.fleet.Snapshot()
 	var majority *tools.Set
 	if w.o.Lock == nil {
 		sets := make([]*tools.Set, 0, len(w.reps))
