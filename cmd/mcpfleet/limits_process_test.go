@@ -61,8 +61,10 @@ func startGateways(t *testing.T, n int, cfg string) ([]string, []*exec.Cmd) {
 		}
 		cmd := exec.Command(os.Args[0], "serve", "--config", p)
 		cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")
+		logs := &notAccessLines{}
+		cmd.Stderr = logs
 		if testing.Verbose() {
-			cmd.Stderr = os.Stderr
+			cmd.Stderr = io.MultiWriter(os.Stderr, logs)
 		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -77,6 +79,9 @@ func startGateways(t *testing.T, n int, cfg string) ([]string, []*exec.Cmd) {
 				cmd.Process.Kill()
 				<-done
 			}
+			if t.Failed() && !testing.Verbose() {
+				t.Logf("gateway %s log (access lines left out):\n%s", addr, logs.String())
+			}
 		})
 		addrs, cmds = append(addrs, addr), append(cmds, cmd)
 	}
@@ -84,6 +89,20 @@ func startGateways(t *testing.T, n int, cfg string) ([]string, []*exec.Cmd) {
 		testproc.WaitReady(t, "http://"+a+"/readyz")
 	}
 	return addrs, cmds
+}
+
+// notAccessLines keeps what a gateway process logs but its line per
+// request, for a failed test to show (a load test's access lines would be
+// megabytes). serve writes whole lines.
+type notAccessLines struct{ lockedBuffer }
+
+func (w *notAccessLines) Write(p []byte) (int, error) {
+	for l := range strings.Lines(string(p)) {
+		if !strings.Contains(l, `"msg":"request"`) {
+			_, _ = w.lockedBuffer.Write([]byte(l))
+		}
+	}
+	return len(p), nil
 }
 
 // callAnswer is a tools/call's answer as these tests read it.
