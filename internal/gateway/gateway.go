@@ -204,7 +204,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := g.begin(r)
-	defer g.finish(rec)
+	defer func() {
+		if rec.parked {
+			return // the stream ends it (pumping.resume)
+		}
+		g.finish(rec)
+		if rec.detached != nil {
+			rec.detached()
+		}
+	}()
 
 	if !g.hostAllowed(r) {
 		rec.reject(w, errHost, nil)
@@ -273,7 +281,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// 6. Forward, moving on only from replicas the request never reached.
 	ctx, release := g.upstreamContext(r, q)
-	defer release()
+	defer func() {
+		if !rec.parked {
+			release()
+		}
+	}()
 	if rec.tap != nil {
 		rec.tap.cancelUpstream = release
 	}
@@ -299,9 +311,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, res.err, q.id())
 		return
 	}
-	defer res.place.Done()
-	defer res.rep.Release()
-	defer res.resp.Body.Close()
+	defer func() {
+		if !rec.parked {
+			res.resp.Body.Close()
+			res.rep.Release()
+			res.place.Done()
+		}
+	}()
 	if q.sessionID != "" && res.resp.StatusCode == http.StatusNotFound && early == nil {
 		// The replica no longer knows the session (ended, expired, or the
 		// replica restarted): answer as the transport says, 404 with -32001.
@@ -315,6 +331,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if early != nil {
 		g.relayLate(early, r, q, res.resp, rec)
 		return
+	}
+	if r.Method == http.MethodGet && adm == nil && rec.claim == nil {
+		// A standalone stream may park (pumping): what the defers above
+		// would do is left to it. Copies, so that only this path's
+		// variables live on the heap.
+		kept, rel := res, release
+		rec.leave = func() {
+			kept.resp.Body.Close()
+			kept.rep.Release()
+			kept.place.Done()
+			rel()
+		}
 	}
 	g.relay(w, r, q, res.resp, rec)
 }

@@ -22,6 +22,7 @@ type Metrics struct {
 	serverOps     *prometheus.HistogramVec // mcp.server.operation.duration
 	clientOps     *prometheus.HistogramVec // mcp.client.operation.duration
 	streams       prometheus.Gauge
+	parked        prometheus.Gauge
 	keepAlives    prometheus.Counter
 	retries       *prometheus.CounterVec
 	sessionMisses *prometheus.CounterVec
@@ -85,6 +86,10 @@ func newMetrics(g *Gateway) *Metrics {
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mcpfleet_open_streams",
 			Help: "SSE streams being relayed now.",
+		}),
+		parked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcpfleet_parked_streams",
+			Help: "Open standalone SSE streams waiting for their replica's next event with no goroutine of their own (HTTP/1.1 on Linux).",
 		}),
 		keepAlives: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mcpfleet_keepalives_total",
@@ -196,7 +201,7 @@ func newMetrics(g *Gateway) *Metrics {
 			}
 			return float64(g.opts.Limits.Held())
 		}))
-	m.reg.MustRegister(m.noneEligible, m.healthChanges, m.idempotency, m.requests, m.duration, m.serverOps, m.clientOps, m.streams, m.keepAlives, m.retries, m.sessionMisses,
+	m.reg.MustRegister(m.noneEligible, m.healthChanges, m.idempotency, m.requests, m.duration, m.serverOps, m.clientOps, m.streams, m.parked, m.keepAlives, m.retries, m.sessionMisses,
 		&fleetCollector{g: g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_tasks",

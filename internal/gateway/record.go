@@ -35,6 +35,14 @@ type record struct {
 	keepAlives     int
 	bytes          int64
 
+	// A standalone stream that parks (pumping) ends after its handler
+	// returned: parked tells the handler's defers to leave their work to
+	// it, leave is that work (set by the handler where a stream may
+	// park), detached the response's done (h1.Detach).
+	parked   bool
+	leave    func()
+	detached func()
+
 	// For tracing (trace.go): the spans, and what the gateway decided.
 	span         trace.Span     // the server span; nil when tracing is off
 	attempt      trace.Span     // the answering attempt's client span

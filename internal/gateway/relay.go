@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/h1"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/sse"
@@ -38,8 +39,13 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 	rec.status, rec.upstreamStatus = resp.StatusCode, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
 	cw := &clientWriter{w: w, rc: *http.NewResponseController(w), timeout: g.opts.WriteTimeout}
-	// The connection outlives this request (keep-alive): lift the deadline.
-	defer cw.rc.SetWriteDeadline(time.Time{})
+	// The connection outlives this request (keep-alive): lift the deadline
+	// (a parked stream does, at its end).
+	defer func() {
+		if !rec.parked {
+			_ = cw.rc.SetWriteDeadline(time.Time{})
+		}
+	}()
 	if !stream {
 		bp := copyBufs.Get().(*[]byte)
 		defer copyBufs.Put(bp)
@@ -67,10 +73,8 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 
 func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, resp *http.Response, rec *record) {
 	g.metrics.streams.Inc()
-	defer g.metrics.streams.Dec()
 	if rec.rep != nil {
 		rec.rep.StreamOpened()
-		defer rec.rep.StreamClosed()
 	}
 	// First byte at once: the client sees the stream open as soon as the
 	// replica opens it.
@@ -81,38 +85,99 @@ func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, res
 	if every < 0 {
 		every = 0
 	}
-	sw := sse.NewWriter(cw, cw, every)
-	defer func() {
-		sw.Close()
-		n := sw.KeepAlives()
-		rec.keepAlives += n
-		g.metrics.keepAlives.Add(float64(n))
-	}()
-	rec.tap.prime(sw)
-	newReader := sse.NewReader
+	p := &pumping{g: g, cw: cw, r: r, q: q, rec: rec, sw: sse.NewWriter(cw, cw, every)}
+	rec.tap.prime(p.sw)
 	if r.Method == http.MethodGet {
 		// A standalone stream is silent most of its life: between events
-		// it holds no read buffer, the replica's connection's nor its own.
-		newReader = sse.NewIdleReader
+		// it holds no read buffer, the replica's connection's nor its own,
+		// and, where the handler can let its stream go on without it
+		// (rec.leave), no goroutine either.
+		p.rd = sse.NewIdleReader(resp.Body, g.opts.MaxEventBytes)
+		p.mayPark = rec.leave != nil
+	} else {
+		p.rd = sse.NewReader(resp.Body, g.opts.MaxEventBytes)
 	}
-	g.pump(sw, newReader(resp.Body, g.opts.MaxEventBytes), r, q, rec)
+	p.begin()
+	if p.run() {
+		return // parked: the stream goes on, and ends, without this goroutine
+	}
+	p.end()
 }
 
-// pump copies events from the replica to the client until the replica's
+// pumping copies events from the replica to the client until the replica's
 // stream ends. A legacy POST stream runs to its end even when the client has
 // gone: the call goes on (a dropped stream is not a cancel), and reading on
 // keeps the replica from seeing a cut. Any other stream stops at once, and
 // closing its upstream body ends it there too: for 2026-07-28 that is the
 // cancel of the request.
+//
+// A standalone GET stream parks between events where it can (mayPark): the
+// handler detaches its response (h1.Detach) and returns, the replica's
+// connection waits in a poll set (sse.Reader.Park), and each time it has
+// bytes a new goroutine relays them (resume). The last of them ends the
+// stream as the handler would have: end, then the request's leave and
+// finish, then the response's done.
+type pumping struct {
+	g        *Gateway
+	cw       *clientWriter
+	sw       *sse.Writer
+	rd       *sse.Reader
+	r        *http.Request
+	q        *request
+	rec      *record
+	stopEnd  func() // endOnShutdown's
+	mayPark  bool
+	detached func() // the response's done, once detached
+	wake     func() // resume, in a new goroutine
+}
+
+func (p *pumping) begin() {
+	if tap := p.rec.tap; tap != nil {
+		tap.watch(p.r.Context())
+		p.stopEnd = p.g.endOnShutdown(p.sw, p.r, tap)
+	}
+}
+
+// pump relays a stream that does not park, in the calling goroutine.
 func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *request, rec *record) {
+	p := &pumping{g: g, sw: sw, rd: rd, r: r, q: q, rec: rec}
+	p.begin()
+	p.run()
+	p.unwatch()
+}
+
+// unwatch ends what begin started.
+func (p *pumping) unwatch() {
+	if p.stopEnd != nil {
+		p.stopEnd()
+	}
+	p.rec.tap.done()
+}
+
+// end is what the stream's end owes, in the order of the defers it
+// stands for.
+func (p *pumping) end() {
+	g, rec := p.g, p.rec
+	p.unwatch()
+	p.sw.Close()
+	n := p.sw.KeepAlives()
+	rec.keepAlives += n
+	g.metrics.keepAlives.Add(float64(n))
+	if rec.rep != nil {
+		rec.rep.StreamClosed()
+	}
+	g.metrics.streams.Dec()
+}
+
+// run relays until the stream ends (false) or parks (true).
+func (p *pumping) run() (parked bool) {
+	g, r, q, rec, rd, sw := p.g, p.r, p.q, p.rec, p.rd, p.sw
 	drain := q.era == mcpmsg.EraLegacy && r.Method == http.MethodPost
 	tap := rec.tap
-	if tap != nil {
-		tap.watch(r.Context())
-		defer tap.done()
-		defer g.endOnShutdown(sw, r, tap)()
-	}
 	for {
+		if p.mayPark && p.park() {
+			return true
+		}
 		block, err := rd.Next()
 		if err != nil {
 			if rest := rd.Rest(); len(rest) > 0 && !rec.clientGone {
@@ -121,7 +186,7 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			if !errors.Is(err, io.EOF) && !rec.clientGone && r.Context().Err() == nil {
 				rec.upstreamCut = true
 			}
-			return
+			return false
 		}
 		rec.events++
 		if rec.span != nil && r.Method == http.MethodGet && rec.events <= maxSpanEvents {
@@ -156,10 +221,56 @@ func (g *Gateway) pump(sw *sse.Writer, rd *sse.Reader, r *http.Request, q *reque
 			rec.clientGone = true
 			tap.clientGone()
 			if !drain {
-				return
+				return false
 			}
 		}
 	}
+}
+
+// park puts the stream in the poll set when it has nothing to relay,
+// detaching the response first; false: relay on in this goroutine.
+func (p *pumping) park() bool {
+	if p.detached == nil {
+		if p.rec.clientGone {
+			return false
+		}
+		done, ok := h1.Detach(p.cw.w)
+		if !ok {
+			p.mayPark = false
+			return false
+		}
+		p.detached = done
+		p.rec.detached = done
+		p.wake = func() { go p.resume() }
+	}
+	first := !p.rec.parked
+	if first {
+		p.rec.parked = true // before Park: the handler's defers must see it
+	}
+	p.g.metrics.parked.Inc() // before Park: resume may come first
+	if p.rd.Park(p.wake) {
+		return true
+	}
+	p.g.metrics.parked.Dec()
+	if first {
+		p.rec.parked = false
+	}
+	return false
+}
+
+// resume relays what a parked stream's replica sent, and parks it again
+// or ends it.
+func (p *pumping) resume() {
+	p.g.metrics.parked.Dec()
+	if p.run() {
+		return
+	}
+	p.end()
+	// What the handler's defers would have done, had it waited.
+	_ = p.cw.rc.SetWriteDeadline(time.Time{})
+	p.rec.leave()
+	p.g.finish(p.rec)
+	p.detached()
 }
 
 // endOnShutdown arranges for the gateway's shutdown to end a legacy

@@ -78,6 +78,44 @@ type conn struct {
 	idleSince time.Time
 	p         *Pool
 	closed    atomic.Bool
+
+	pmu    sync.Mutex
+	parked *parking // a parked body's wake-up (Body.Park)
+}
+
+// parking is a parked body's place in the poll set and what wakes it.
+type parking struct {
+	token uint32
+	ready func()
+}
+
+// park puts c in the poll set, ready to run when it has bytes, fails or is
+// closed. False: c cannot be waited on so (closed, or no descriptor).
+func (c *conn) park(ready func()) bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.closed.Load() {
+		return false
+	}
+	token, ok := parkAdd(c.nc, func(uint32) { c.unpark() })
+	if !ok {
+		return false
+	}
+	c.parked = &parking{token: token, ready: ready}
+	return true
+}
+
+// unpark wakes the body parked on c, if one is: once, whether the poll set
+// or a close comes first.
+func (c *conn) unpark() {
+	c.pmu.Lock()
+	p := c.parked
+	c.parked = nil
+	c.pmu.Unlock()
+	if p != nil {
+		parkRemove(c.nc, p.token)
+		p.ready()
+	}
 }
 
 // close closes the connection once, and frees its place under maxConns.
@@ -85,6 +123,7 @@ func (c *conn) close() {
 	if c.closed.Swap(true) {
 		return
 	}
+	c.unpark()
 	c.nc.Close()
 	if p := c.p; p.maxConns > 0 {
 		p.mu.Lock()
@@ -378,6 +417,7 @@ func (b *Body) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
+	b.unparked()
 	var n int
 	var err error
 	switch {
@@ -411,6 +451,10 @@ func (b *Body) Read(p []byte) (int, error) {
 // on this way, it returns nil and the next Read waits as usual. It must
 // not be called concurrently with Read.
 func (b *Body) WaitReadable() error {
+	if b.done.Load() {
+		return nil
+	}
+	b.unparked()
 	if b.chunked != nil {
 		// The CRLF that ends the last chunk's data is framing, not bytes
 		// for the body: read past it, or it would look like the next.
@@ -426,11 +470,7 @@ func (b *Body) WaitReadable() error {
 	clientReaders.Put(c.br)
 	c.br = nil
 	err := c.peek.wait()
-	c.br = clientReaders.Get().(*bufio.Reader)
-	c.br.Reset(c.nc)
-	if b.chunked != nil {
-		b.chunked.br = c.br
-	}
+	b.unparked()
 	if err != nil {
 		if b.cancelled.Load() {
 			err = context.Canceled
@@ -438,6 +478,54 @@ func (b *Body) WaitReadable() error {
 		b.err = err
 	}
 	return err
+}
+
+// Park is WaitReadable without the wait: it arranges for ready to be
+// called once, from another goroutine, when the connection has bytes for
+// the body, fails, or is closed (Close, the exchange cancelled), and
+// returns; meanwhile the body holds no read buffer and no goroutine waits
+// for it. ready must not block. Park reports false, and calls nothing, when
+// there is no need or no way to wait so: bytes are buffered, the body is
+// over or failed, or the connection cannot be waited on (not Linux); the
+// caller reads on. It must not be called concurrently with Read.
+func (b *Body) Park(ready func()) bool {
+	if b.done.Load() {
+		return false
+	}
+	b.unparked()
+	if b.chunked != nil {
+		b.chunked.skipBufferedEnd()
+		if b.chunked.err != nil {
+			return false // the next Read tells
+		}
+	}
+	if b.eof || b.done.Load() || b.err != nil || b.c.br.Buffered() > 0 {
+		return false
+	}
+	c := b.c
+	br := c.br
+	c.br = nil // before ready can run: its Read takes a buffer
+	if !c.park(ready) {
+		c.br = br
+		return false
+	}
+	br.Reset(nil)
+	clientReaders.Put(br)
+	return true
+}
+
+// unparked gives the connection a read buffer again after WaitReadable or
+// Park let it go.
+func (b *Body) unparked() {
+	c := b.c
+	if c.br != nil {
+		return
+	}
+	c.br = clientReaders.Get().(*bufio.Reader)
+	c.br.Reset(c.nc)
+	if b.chunked != nil {
+		b.chunked.br = c.br
+	}
 }
 
 // clientReaders are the read buffers of upstream connections.

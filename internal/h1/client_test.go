@@ -1318,11 +1318,9 @@ func TestStatusText(t *testing.T) {
 	}
 }
 
-// TestBodyWaitReadable: WaitReadable returns only once the replica sends
-// more (the next chunk), at once when bytes are buffered, and after it the
-// body reads on as before, to its end, the connection reused; a cancel
-// during the wait ends it with context.Canceled.
-func TestBodyWaitReadable(t *testing.T) {
+// newStepServer serves each request an SSE stream of two chunked events,
+// each sent once the test steps.
+func newStepServer(t *testing.T) (*server, chan<- struct{}) {
 	step, quit := make(chan struct{}), make(chan struct{})
 	s := newServer(t, func(n int, c net.Conn, br *bufio.Reader) error {
 		for {
@@ -1350,6 +1348,15 @@ func TestBodyWaitReadable(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(quit) }) // before the server's cleanup waits for it
+	return s, step
+}
+
+// TestBodyWaitReadable: WaitReadable returns only once the replica sends
+// more (the next chunk), at once when bytes are buffered, and after it the
+// body reads on as before, to its end, the connection reused; a cancel
+// during the wait ends it with context.Canceled.
+func TestBodyWaitReadable(t *testing.T) {
+	s, step := newStepServer(t)
 	p, dials := testPool(t, 4)
 	for round := range 2 {
 		resp, _, err := p.Do(testCtx(t), s.addr, getReq())

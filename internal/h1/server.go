@@ -247,18 +247,21 @@ func (c *serverConn) lingerClose() {
 var readBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
 
 func (c *serverConn) serve() {
-	defer func() {
-		if c.linger {
-			c.lingerClose()
-		}
-		c.nc.Close()
-		c.dropReadBuf()
-		c.s.mu.Lock()
-		delete(c.s.conns, c)
-		c.s.mu.Unlock()
-	}()
 	c.remote = c.nc.RemoteAddr().String()
 	c.ctx = context.WithValue(c.s.base, http.LocalAddrContextKey, c.nc.LocalAddr())
+	c.loop()
+}
+
+// loop serves requests until the connection ends, or until a handler
+// detaches its response (Detach): the connection is then the detached
+// response's until it is done, which runs loop again on a new goroutine.
+func (c *serverConn) loop() {
+	detached := false
+	defer func() {
+		if !detached {
+			c.end()
+		}
+	}()
 	maxHead := c.s.MaxHeaderBytes
 	if maxHead <= 0 {
 		maxHead = defaultMaxHeaderBytes
@@ -278,11 +281,28 @@ func (c *serverConn) serve() {
 		if c.s.ReadHeaderTimeout > 0 {
 			_ = c.nc.SetReadDeadline(time.Time{})
 		}
-		if !c.serveOne(head) || c.s.shutdown.Load() {
+		w := c.serveOne(head)
+		if w.detach.Load() != 0 && w.detach.Add(-1) != 0 {
+			detached = true // the rest is the detached response's
+			return
+		}
+		if !c.after(w) || c.s.shutdown.Load() {
 			return
 		}
 		c.served++
 	}
+}
+
+// end closes the connection and forgets it.
+func (c *serverConn) end() {
+	if c.linger {
+		c.lingerClose()
+	}
+	c.nc.Close()
+	c.dropReadBuf()
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
 }
 
 // awaitRequest waits for the first byte of the next request, under the
@@ -340,16 +360,14 @@ func (c *serverConn) refuse(e *RequestError) {
 	_, _ = c.nc.Write(b)
 }
 
-// serveOne runs the handler for one request and reports whether the
-// connection may carry another.
-func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
+// serveOne runs the handler for one request; after then ends it.
+func (c *serverConn) serveOne(head *RequestHead) *response {
 	u, err := url.ParseRequestURI(head.Target)
 	if err != nil {
 		c.refuse(&RequestError{Status: http.StatusBadRequest, Reason: "bad request target"})
-		return false
+		return &response{c: c, refused: true}
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
 	req := &http.Request{
 		Method:     head.Method,
 		URL:        u,
@@ -383,17 +401,28 @@ func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
 		c.releaseReadBuf()
 	}
 	req = req.WithContext(ctx)
-	w := &response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead}
+	w := &response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead, cancel: cancel}
 	c.watch.begin(c.s.watch, c.nc, body, cancel)
-	completed := c.run(w, req)
+	w.completed = c.run(w, req)
+	return w
+}
+
+// after ends the exchange once the handler has returned (or its detached
+// response is done) and reports whether the connection may carry another.
+func (c *serverConn) after(w *response) (keep bool) {
+	if w.refused {
+		return false
+	}
+	defer w.cancel()
 	c.watch.end()
+	body := w.body
 	body.mu.Lock()
 	body.closed = true
 	body.mu.Unlock()
-	if completed {
+	if w.completed {
 		w.finish()
 	}
-	keep = completed && w.err == nil && !w.closeAfter && !head.Close
+	keep = w.completed && w.err == nil && !w.closeAfter && !w.req.Close
 	if !body.done {
 		// The client may still be sending: skip what is left if little,
 		// else close gently (lingerClose).
@@ -403,6 +432,47 @@ func (c *serverConn) serveOne(head *RequestHead) (keep bool) {
 		c.releaseReadBuf()
 	}
 	return keep
+}
+
+// Detach lets a handler return before its response is over: the response
+// stays open, its request's context lives on, and the connection serves
+// nothing else until done is called, from any goroutine, once the
+// response is complete. Meanwhile no goroutine of the server waits for
+// it: a stream that is silent for hours can wait for its next bytes in a
+// poll set instead of in a goroutine parked on its way (Body.Park). The
+// response may be written until done, and not after; done must be called
+// exactly once. Detach reports false for a response this server did not
+// make, or one already detached.
+func Detach(w http.ResponseWriter) (done func(), ok bool) {
+	for {
+		switch x := w.(type) {
+		case *response:
+			if !x.detach.CompareAndSwap(0, 2) {
+				return nil, false
+			}
+			return x.detached, true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil, false
+		}
+	}
+}
+
+// detached is a detached response's done: the last of it and of its
+// handler's return ends the exchange, and goes on to the connection's
+// next request (or its end) on a new goroutine if the handler came first.
+func (w *response) detached() {
+	if w.detach.Add(-1) != 0 {
+		return // the handler has not returned: its loop goes on
+	}
+	c := w.c
+	if !c.after(w) || c.s.shutdown.Load() {
+		c.end()
+		return
+	}
+	c.served++
+	go c.loop()
 }
 
 // releaseReadBuf gives the read buffer back to the pool once the request
@@ -569,6 +639,11 @@ type response struct {
 	wbuf       *[]byte // bytes for the wire, not yet written
 	closeAfter bool
 	err        error
+
+	cancel    context.CancelFunc // the request's context
+	completed bool               // the handler returned (did not panic)
+	refused   bool               // no handler ran: the head was refused
+	detach    atomic.Int32       // Detach: 2, less one for each of the handler's return and done
 }
 
 // bufs holds the byte buffers of requests and answers on their way out,

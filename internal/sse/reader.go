@@ -65,9 +65,39 @@ func NewIdleReader(r io.Reader, max int) *Reader {
 
 var idleBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readerBufSize) }}
 
+// parker is a source that can also wait for bytes without a goroutine
+// (h1.Body.Park).
+type parker interface{ Park(ready func()) bool }
+
+// Park lets an idle reader's buffers go, as between events, and arranges
+// for ready to be called once, from another goroutine, when its source has
+// bytes (or fails, or ends), without a goroutine waiting meanwhile; Next
+// then reads them. It reports false, calling nothing, when bytes are
+// buffered or the source cannot wait so: the caller calls Next as usual.
+func (r *Reader) Park(ready func()) bool {
+	p, ok := r.src.(parker)
+	if !ok || r.wait == nil || r.br == nil || r.br.Buffered() > 0 {
+		return false
+	}
+	br := r.br
+	r.br, r.buf = nil, nil // before ready can run: its Next takes them again
+	if !p.Park(ready) {
+		r.br = br
+		return false
+	}
+	br.Reset(nil)
+	idleBufs.Put(br)
+	return true
+}
+
 // waitIdle waits for the next bytes of an idle reader with nothing
 // buffered, its buffers let go meanwhile.
 func (r *Reader) waitIdle() error {
+	if r.br == nil { // parked
+		r.br = idleBufs.Get().(*bufio.Reader)
+		r.br.Reset(r.src)
+		return nil
+	}
 	if r.wait == nil || r.br.Buffered() > 0 {
 		return nil
 	}

@@ -195,3 +195,71 @@ func TestReaderLineFillingBuffer(t *testing.T) {
 		}
 	}
 }
+
+// parkable is a trickle that can park: it says yes only between reads
+// that left nothing (refuse makes it say no), and counts its parks.
+type parkable struct {
+	trickle
+	parks  int
+	refuse bool
+}
+
+func (p *parkable) Park(ready func()) bool {
+	if p.refuse {
+		return false
+	}
+	p.parks++
+	ready()
+	return true
+}
+
+// TestIdleReaderParks: an idle reader parks only with nothing buffered,
+// lets its buffers go while parked, and reads on after it as if it had
+// waited: the same events, byte for byte. A source that will not park
+// leaves the reader as it was.
+func TestIdleReaderParks(t *testing.T) {
+	in := "data: 1\n\n: keep-alive\n\ndata: 2\n\n"
+	src := &parkable{trickle: trickle{in: []byte(in)}}
+	r := NewIdleReader(src, 0)
+	if r.Park(func() {}) {
+		// Nothing read yet, nothing buffered: it may park at once.
+		if r.br != nil {
+			t.Fatal("a parked reader holds its buffer")
+		}
+	}
+	var got []string
+	for {
+		b, err := r.Next()
+		if err != nil {
+			got = append(got, "error: "+err.Error())
+			break
+		}
+		got = append(got, string(b))
+		parked := r.Park(func() {})
+		if parked && r.br != nil {
+			t.Fatal("a parked reader holds its buffer")
+		}
+	}
+	want := []string{"data: 1\n\n", ": keep-alive\n\n", "data: 2\n\n", "error: EOF"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+	if src.parks == 0 {
+		t.Error("an idle reader never parked between events")
+	}
+
+	src = &parkable{trickle: trickle{in: []byte(in)}, refuse: true}
+	r = NewIdleReader(src, 0)
+	if b, err := r.Next(); err != nil || string(b) != "data: 1\n\n" {
+		t.Fatalf("%q %v", b, err)
+	}
+	if r.Park(func() { t.Error("ready called by a refused park") }) || r.br == nil {
+		t.Fatal("a refused park left the reader parked or without its buffer")
+	}
+	if b, err := r.Next(); err != nil || string(b) != ": keep-alive\n\n" {
+		t.Fatalf("after a refused park: %q %v", b, err)
+	}
+	if NewReader(strings.NewReader(in), 0).Park(func() {}) {
+		t.Error("a plain reader parked")
+	}
+}
