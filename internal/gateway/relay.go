@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"io"
 	"mime"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -128,6 +130,7 @@ type pumping struct {
 	stopEnd  func() // endOnShutdown's
 	mayPark  bool
 	detached func() // the response's done, once detached
+	ending   bool   // finishDetached has begun
 	wake     func() // resume, in a new goroutine
 }
 
@@ -262,15 +265,40 @@ func (p *pumping) park() bool {
 // or ends it.
 func (p *pumping) resume() {
 	p.g.metrics.parked.Dec()
+	defer p.recoverResume()
 	if p.run() {
 		return
 	}
+	p.finishDetached()
+}
+
+// finishDetached does what the handler's defers would have done, had it
+// waited for the stream's end.
+func (p *pumping) finishDetached() {
+	p.ending = true
 	p.end()
-	// What the handler's defers would have done, had it waited.
 	_ = p.cw.rc.SetWriteDeadline(time.Time{})
 	p.rec.leave()
 	p.g.finish(p.rec)
 	p.detached()
+}
+
+// recoverResume is the h1 server's recover for a handler, for the
+// goroutines that relay a parked stream: a panic is logged, and the stream
+// ends as a cut one, rather than taking the process and every stream in
+// it down.
+func (p *pumping) recoverResume() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v != http.ErrAbortHandler {
+		p.g.log.Error("stream relay panicked", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	}
+	if !p.ending {
+		p.rec.upstreamCut = true
+		p.finishDetached()
+	}
 }
 
 // endOnShutdown arranges for the gateway's shutdown to end a legacy
