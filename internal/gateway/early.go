@@ -76,7 +76,7 @@ func (o *earlyOpener) open() {
 	h.Set("X-Accel-Buffering", "no")
 	o.rec.status, o.rec.early = http.StatusOK, true
 	o.w.WriteHeader(http.StatusOK)
-	cw := &clientWriter{w: o.w, rc: *http.NewResponseController(o.w), timeout: o.g.opts.WriteTimeout}
+	cw := newClientWriter(o.w, o.g.opts.WriteTimeout)
 	o.sw = sse.NewWriter(cw, cw, o.g.opts.KeepAlive)
 	o.g.metrics.streams.Inc()
 	o.sw.KeepAlive() // the silence so far was one interval long

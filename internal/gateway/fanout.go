@@ -118,7 +118,6 @@ func (g *Gateway) serveFanout(w http.ResponseWriter, r *http.Request, q *request
 // relayMerged opens the client's SSE stream and relays the merged events.
 func (g *Gateway) relayMerged(w http.ResponseWriter, m *merger, rec *record) {
 	cw := g.openEventStream(w, rec)
-	defer cw.rc.SetWriteDeadline(time.Time{})
 	g.metrics.streams.Inc()
 	defer g.metrics.streams.Dec()
 	_ = cw.Flush()

@@ -293,13 +293,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// request waiting past the keep-alive interval, open the SSE stream
 	// ourselves so keep-alives can flow before the replica says anything.
 	res, early := g.forwardAwait(ctx, w, r, q, route, rec)
-	if early != nil {
-		// The early stream's writes set deadlines on the client's
-		// connection, which outlives this request (keep-alive): lift them
-		// once it ends, as relay does, or the next request on the
-		// connection is cut at its first write.
-		defer http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	}
 	if res.err != nil {
 		if early != nil {
 			g.endWithError(early, res.err, q, rec)

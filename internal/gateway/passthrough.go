@@ -4,7 +4,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
@@ -130,8 +129,7 @@ func (g *Gateway) relayVerbatim(w http.ResponseWriter, r *http.Request, resp *ht
 	if r.Method == http.MethodHead {
 		return
 	}
-	cw := &clientWriter{w: w, rc: *http.NewResponseController(w), timeout: g.opts.WriteTimeout}
-	defer cw.rc.SetWriteDeadline(time.Time{})
+	cw := newClientWriter(w, g.opts.WriteTimeout)
 	n, err := io.Copy(cw, resp.Body)
 	rec.bytes = n
 	if err != nil {

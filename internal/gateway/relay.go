@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
-	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/h1"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
@@ -40,15 +39,10 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 	}
 	rec.status, rec.upstreamStatus = resp.StatusCode, resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
-	cw := &clientWriter{w: w, rc: *http.NewResponseController(w), timeout: g.opts.WriteTimeout}
-	// The connection outlives this request (keep-alive): lift the deadline
-	// (a parked stream does, at its end).
-	defer func() {
-		if !rec.parked {
-			_ = cw.rc.SetWriteDeadline(time.Time{})
-		}
-	}()
+	cw := newClientWriter(w, g.opts.WriteTimeout)
 	if !stream {
+		cw.pooledBound()
+		defer cw.releaseBound()
 		bp := copyBufs.Get().(*[]byte)
 		defer copyBufs.Put(bp)
 		var dst io.Writer = cw
@@ -277,7 +271,6 @@ func (p *pumping) resume() {
 func (p *pumping) finishDetached() {
 	p.ending = true
 	p.end()
-	_ = p.cw.rc.SetWriteDeadline(time.Time{})
 	p.rec.leave()
 	p.g.finish(p.rec)
 	p.detached()
@@ -402,40 +395,5 @@ func (g *Gateway) openEventStream(w http.ResponseWriter, rec *record) *clientWri
 	h.Set("X-Accel-Buffering", "no")
 	rec.status = http.StatusOK
 	w.WriteHeader(http.StatusOK)
-	return &clientWriter{w: w, rc: *http.NewResponseController(w), timeout: g.opts.WriteTimeout}
-}
-
-// clientWriter writes to the client with a deadline on every write, so a
-// client that stops reading is cut instead of holding the relay forever.
-type clientWriter struct {
-	w       http.ResponseWriter
-	rc      http.ResponseController
-	timeout time.Duration
-	failed  bool
-}
-
-func (c *clientWriter) Write(p []byte) (int, error) {
-	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
-	n, err := c.w.Write(p)
-	if err != nil {
-		c.fail()
-	}
-	return n, err
-}
-
-func (c *clientWriter) Flush() error {
-	err := c.rc.Flush()
-	if err != nil {
-		c.fail()
-	}
-	return err
-}
-
-// fail marks the client gone and lets its connection go at once: whatever
-// the relay still reads from the replica no longer needs it.
-func (c *clientWriter) fail() {
-	if !c.failed {
-		c.failed = true
-		abortClient(&c.rc)
-	}
+	return newClientWriter(w, g.opts.WriteTimeout)
 }

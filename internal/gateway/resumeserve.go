@@ -121,7 +121,6 @@ func (g *Gateway) replayFrom(ctx context.Context, id session.EventID) (streams.C
 // client's last, then the rest as they come, until the stream ends.
 func (g *Gateway) serveReplay(w http.ResponseWriter, r *http.Request, cur streams.Cursor, rec *record) {
 	cw := g.openEventStream(w, rec)
-	defer cw.rc.SetWriteDeadline(time.Time{})
 	g.metrics.streams.Inc()
 	defer g.metrics.streams.Dec()
 	sw := sse.NewWriter(cw, cw, max(g.opts.KeepAlive, 0))
