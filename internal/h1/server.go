@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -227,6 +228,10 @@ type serverConn struct {
 	served   int // requests so far
 	watch    watch
 	linger   bool // the client may still be sending a body nobody reads
+	// deadline: a read deadline may be in force (set by setReadDeadline
+	// or the handler through the response; atomic, as a handler's timer
+	// may set it from its own goroutine).
+	deadline atomic.Bool
 }
 
 // lingerClose ends a connection whose client may still be sending: it
@@ -278,8 +283,8 @@ func (c *serverConn) loop() {
 			}
 			return
 		}
-		if c.s.ReadHeaderTimeout > 0 {
-			_ = c.nc.SetReadDeadline(time.Time{})
+		if c.deadline.Load() && !c.restBuffered(head) {
+			c.setReadDeadline(time.Time{})
 		}
 		w := c.serveOne(head)
 		if w.detach.Load() != 0 && w.detach.Add(-1) != 0 {
@@ -322,7 +327,9 @@ func (c *serverConn) awaitRequest() bool {
 	case c.s.ReadHeaderTimeout > 0:
 		deadline = time.Now().Add(c.s.ReadHeaderTimeout)
 	}
-	_ = c.nc.SetReadDeadline(deadline)
+	if !deadline.IsZero() || c.deadline.Load() {
+		c.setReadDeadline(deadline)
+	}
 	if c.br == nil {
 		c.br = readBufs.Get().(*bufio.Reader)
 		c.br.Reset(c.nc)
@@ -331,13 +338,44 @@ func (c *serverConn) awaitRequest() bool {
 		return false
 	}
 	c.state.Store(stateActive)
-	switch {
-	case c.served > 0 && c.s.ReadHeaderTimeout > 0:
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
-	case c.served > 0 && c.s.IdleTimeout > 0:
-		_ = c.nc.SetReadDeadline(time.Time{}) // the idle deadline is over
+	if c.served > 0 && c.deadline.Load() && !headBuffered(c.br) {
+		// The rest of the head is under the header timeout, if any. A
+		// head already in the buffer is read without the socket: the idle
+		// deadline stays until loop lifts it (or leaves it, see
+		// restBuffered).
+		var d time.Time
+		if c.s.ReadHeaderTimeout > 0 {
+			d = time.Now().Add(c.s.ReadHeaderTimeout)
+		}
+		c.setReadDeadline(d)
 	}
 	return true
+}
+
+// setReadDeadline sets the connection's read deadline and notes whether
+// one is in force.
+func (c *serverConn) setReadDeadline(t time.Time) {
+	c.deadline.Store(!t.IsZero())
+	_ = c.nc.SetReadDeadline(t)
+}
+
+// headBuffered reports whether the buffer holds the end of a request head
+// (an empty line), so that reading the head reads nothing from the socket.
+func headBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.Contains(b, []byte("\n\r\n")) || bytes.Contains(b, []byte("\n\n"))
+}
+
+// restBuffered reports whether the buffer holds all of the request's body
+// after its head: the request then reads nothing more from the socket
+// until the next awaitRequest sets a deadline of its own, and the deadline
+// in force (idle or header) may stay rather than be lifted and set again,
+// a change of the socket's timer each. A body still on its way is read
+// without it: the handler bounds that read (the gateway's
+// body_read_timeout), and an idle deadline that came due in the middle of
+// it would cut it.
+func (c *serverConn) restBuffered(h *RequestHead) bool {
+	return !h.Chunked && !h.Continue && h.Length <= int64(c.br.Buffered())
 }
 
 // refuse answers a request the server cannot read, and the connection ends
@@ -523,9 +561,9 @@ func (c *serverConn) finishBody(b *requestBody) bool {
 		c.linger = true
 		return false
 	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+	c.setReadDeadline(time.Now().Add(time.Second))
 	_, err := c.br.Discard(int(b.left))
-	_ = c.nc.SetReadDeadline(time.Time{})
+	c.setReadDeadline(time.Time{})
 	c.linger = err != nil
 	return err == nil
 }
@@ -757,7 +795,10 @@ func (w *response) FlushError() error {
 
 // SetWriteDeadline and SetReadDeadline are for http.ResponseController.
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
-func (w *response) SetReadDeadline(t time.Time) error  { return w.c.nc.SetReadDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error {
+	w.c.deadline.Store(true) // even for a zero t: the next awaitRequest sets its own
+	return w.c.nc.SetReadDeadline(t)
+}
 
 func (w *response) flushWire() error {
 	if w.err != nil {

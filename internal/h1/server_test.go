@@ -1005,6 +1005,37 @@ func TestServerIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestServerIdleDeadlineOutlivedByHandler: a request whose head and body
+// arrive whole leaves the idle deadline in force (no read of the socket
+// needs lifting it); a handler that runs past it is answered, and the
+// connection serves the next request, whose body comes late.
+func TestServerIdleDeadlineOutlivedByHandler(t *testing.T) {
+	t.Parallel()
+	const idle = 300 * time.Millisecond
+	st := srvStart(t, &Server{
+		IdleTimeout:       idle,
+		ReadHeaderTimeout: idle,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				time.Sleep(3 * idle)
+			}
+			srvEcho(w, r)
+		}),
+	})
+	c := srvDial(t, st.addr)
+	c.get("/")
+	c.send("POST /slow HTTP/1.1\r\nHost: test\r\nContent-Length: 4\r\n\r\nbody")
+	if _, body := c.response(http.MethodPost); body != `4 [] "body" <nil>` {
+		t.Fatalf("slow handler: saw %s", body)
+	}
+	c.send("POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 4\r\n\r\n")
+	time.Sleep(2 * idle)
+	c.send("late")
+	if _, body := c.response(http.MethodPost); body != `4 [] "late" <nil>` {
+		t.Fatalf("late body after a slow handler: saw %s", body)
+	}
+}
+
 func TestServerSSE(t *testing.T) {
 	t.Parallel()
 	const events = 100
