@@ -14,8 +14,15 @@ type peeker struct {
 	rc  syscall.RawConn       // nil: the descriptor could not be had, never alive
 	fn  func(fd uintptr) bool // peek, as a func made once
 	rfn func(fd uintptr) bool // readable, likewise
+	sfn func(fd uintptr) bool // sendStep, likewise
 	ok  bool
 	buf [1]byte
+
+	// send's state, for sendStep
+	out     []byte
+	check   bool // peek before writing
+	written int
+	result  sendResult
 }
 
 // newPeeker returns c's peeker; nil for a connection without a descriptor,
@@ -29,7 +36,7 @@ func newPeeker(c net.Conn) *peeker {
 	if rc, err := sc.SyscallConn(); err == nil {
 		p.rc = rc
 	}
-	p.fn, p.rfn = p.peek, p.readable
+	p.fn, p.rfn, p.sfn = p.peek, p.readable, p.sendStep
 	return p
 }
 
@@ -72,3 +79,63 @@ func (p *peeker) readable(fd uintptr) bool {
 
 // alive reports whether the idle connection c may still carry a request.
 func alive(c net.Conn) bool { return newPeeker(c).alive() }
+
+// sendResult is what send did.
+type sendResult int
+
+const (
+	// sendWaited: the request was written whole and the answer's first
+	// bytes can be read (or the connection failed: the read tells).
+	sendWaited sendResult = iota
+	// sendGone: the check found the connection closed by the replica, or
+	// holding bytes nobody asked for; nothing was written.
+	sendGone
+	// sendPartial: the socket took only the first n bytes (n may be 0);
+	// the caller writes the rest and reads as usual.
+	sendPartial
+	// sendUnable: the connection has no descriptor to send on this way.
+	sendUnable
+)
+
+// send writes b, a whole request, and waits until the connection can be
+// read, in one pass through the runtime's poller; with check, it first
+// peeks, as alive does, and writes nothing to a connection the replica has
+// closed. A plain write followed by a read tries the read before it waits,
+// which finds nothing (EAGAIN) when the replica has not answered yet, as it
+// nearly never has: a system call a request for nothing. The write is made
+// inside the poller's read wait, after the wait has forgotten any earlier
+// readiness and before it begins, so that no readiness of the answer can
+// be missed. An error is the wait's (the connection closed by a cancel).
+func (p *peeker) send(b []byte, check bool) (n int, res sendResult, err error) {
+	if p == nil || p.rc == nil {
+		return 0, sendUnable, nil
+	}
+	p.out, p.check, p.written, p.result = b, check, 0, sendWaited
+	err = p.rc.Read(p.sfn)
+	n, res = p.written, p.result
+	p.out = nil
+	return n, res, err
+}
+
+func (p *peeker) sendStep(fd uintptr) bool {
+	if p.out == nil {
+		return true // woken after the write: readable, or failed
+	}
+	if p.check {
+		_, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		if !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR) {
+			p.result = sendGone
+			return true
+		}
+	}
+	n, err := syscall.Write(int(fd), p.out)
+	if n > 0 {
+		p.written = n
+	}
+	if err != nil || n < len(p.out) {
+		p.result = sendPartial
+		return true
+	}
+	p.out = nil
+	return false // wait for the answer
+}

@@ -16,6 +16,18 @@ func (*peeker) wait() error { return nil }
 
 func alive(net.Conn) bool { return true }
 
+type sendResult int
+
+const (
+	sendWaited sendResult = iota
+	sendGone
+	sendPartial
+	sendUnable
+)
+
+// send cannot write and wait in one pass here: the caller writes and reads.
+func (*peeker) send([]byte, bool) (int, sendResult, error) { return 0, sendUnable, nil }
+
 // A body cannot park here: its reader waits in a read.
 func parkAdd(net.Conn, func(uint32)) (uint32, bool) { return 0, false }
 

@@ -173,10 +173,40 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
-	c, err := p.get(ctx, addr)
-	if err != nil {
-		return nil, false, err
+	bp := getBuf()
+	b := appendHead(*bp, req)
+	body := req.Body
+	if len(body) <= inlineBody {
+		b = append(b, body...)
+		body = nil
 	}
+	for {
+		// A kept-alive connection is checked as the request goes out
+		// (exchange), unless the body goes in a write of its own.
+		c, reused, err := p.get(ctx, addr, len(body) > 0)
+		if err != nil {
+			*bp = b
+			putBuf(bp)
+			return nil, false, err
+		}
+		resp, delivered, err := p.exchange(ctx, c, reused, b, body)
+		if errors.Is(err, errConnGone) {
+			continue // nothing was written: another connection
+		}
+		*bp = b
+		putBuf(bp)
+		return resp, delivered, err
+	}
+}
+
+// errConnGone is exchange's word for a kept-alive connection found closed
+// (or holding unasked bytes) before anything was written on it.
+var errConnGone = errors.New("h1: kept-alive connection closed by its peer")
+
+// exchange sends head (with as much of the body as fits) and body on c,
+// and reads the response's head. With reused, c is first checked as get
+// would check it.
+func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []byte) (resp *http.Response, delivered bool, err error) {
 	var cancelled atomic.Bool
 	stop := context.AfterFunc(ctx, func() {
 		cancelled.Store(true)
@@ -193,22 +223,34 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 		return err
 	}
 
-	bp := getBuf()
-	b := appendHead(*bp, req)
-	body := req.Body
-	if len(body) <= inlineBody {
-		b = append(b, body...)
-		body = nil
+	// The whole request in one write, and the wait for its answer in the
+	// same pass through the poller (peeker.send); else a write, and the
+	// read waits.
+	n, res := 0, sendUnable
+	if len(body) == 0 {
+		n, res, err = c.peek.send(head, reused)
 	}
-	n, err := c.nc.Write(b)
-	*bp = b
-	putBuf(bp)
-	if err != nil {
-		return nil, n > 0, fail(err)
-	}
-	if len(body) > 0 {
-		if _, err := c.nc.Write(body); err != nil {
+	switch res {
+	case sendGone:
+		fail(nil)
+		return nil, false, errConnGone
+	case sendWaited:
+		if err != nil {
 			return nil, true, fail(err)
+		}
+	case sendPartial, sendUnable:
+		if res == sendUnable && reused && len(body) == 0 && !c.peek.alive() {
+			fail(nil)
+			return nil, false, errConnGone
+		}
+		m, err := c.nc.Write(head[n:])
+		if err != nil {
+			return nil, n+m > 0, fail(err)
+		}
+		if len(body) > 0 {
+			if _, err := c.nc.Write(body); err != nil {
+				return nil, true, fail(err)
+			}
 		}
 	}
 	h, err := ReadHead(c.br)
@@ -289,7 +331,7 @@ func appendHead(b []byte, req *Request) []byte {
 
 // get returns an idle connection to addr that still looks alive, or a new
 // one; under maxConns, it waits for one while addr has as many open.
-func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
+func (p *Pool) get(ctx context.Context, addr string, check bool) (c *conn, reused bool, err error) {
 	now := time.Now()
 	for {
 		p.mu.Lock()
@@ -299,8 +341,8 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 			list[len(list)-1] = nil
 			p.idle[addr] = list[:len(list)-1]
 			p.mu.Unlock()
-			if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && c.peek.alive() {
-				return c, nil
+			if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && (!check || c.peek.alive()) {
+				return c, true, nil
 			}
 			c.close()
 			continue
@@ -323,10 +365,10 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		}
 	}
-	c := &conn{addr: addr, p: p}
+	c = &conn{addr: addr, p: p}
 	nc, err := p.dial(ctx, "tcp", addr)
 	if err != nil {
 		c.closed.Store(true)
@@ -336,12 +378,12 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 			p.signalLocked(addr)
 			p.mu.Unlock()
 		}
-		return nil, err
+		return nil, false, err
 	}
 	c.br = clientReaders.Get().(*bufio.Reader)
 	c.br.Reset(nc)
 	c.nc, c.peek = nc, newPeeker(nc)
-	return c, nil
+	return c, false, nil
 }
 
 // put gives a connection whose last response was read to its end back to
