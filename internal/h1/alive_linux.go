@@ -21,8 +21,9 @@ type peeker struct {
 	// send's state, for sendStep
 	out     []byte
 	check   bool // peek before writing
-	written int
+	sent    int
 	result  sendResult
+	written func() // if not nil, called once the whole of a send is written
 }
 
 // newPeeker returns c's peeker; nil for a connection without a descriptor,
@@ -110,9 +111,9 @@ func (p *peeker) send(b []byte, check bool) (n int, res sendResult, err error) {
 	if p == nil || p.rc == nil {
 		return 0, sendUnable, nil
 	}
-	p.out, p.check, p.written, p.result = b, check, 0, sendWaited
+	p.out, p.check, p.sent, p.result = b, check, 0, sendWaited
 	err = p.rc.Read(p.sfn)
-	n, res = p.written, p.result
+	n, res = p.sent, p.result
 	p.out = nil
 	return n, res, err
 }
@@ -130,12 +131,15 @@ func (p *peeker) sendStep(fd uintptr) bool {
 	}
 	n, err := syscall.Write(int(fd), p.out)
 	if n > 0 {
-		p.written = n
+		p.sent = n
 	}
 	if err != nil || n < len(p.out) {
 		p.result = sendPartial
 		return true
 	}
 	p.out = nil
+	if p.written != nil {
+		p.written()
+	}
 	return false // wait for the answer
 }

@@ -5,7 +5,7 @@ package h1
 import "net"
 
 // peeker cannot peek here; a closed connection shows when it is used.
-type peeker struct{}
+type peeker struct{ written func() }
 
 func newPeeker(net.Conn) *peeker { return nil }
 

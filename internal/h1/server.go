@@ -225,7 +225,9 @@ type serverConn struct {
 	br       *bufio.Reader // nil while no request is being read
 	ctx      context.Context
 	remote   string
-	served   int // requests so far
+	served   int     // requests so far
+	out      *[]byte // the last bytes of the answer before, not yet written (sendOut)
+	peek     *peeker // made at the first sendOut
 	watch    watch
 	linger   bool // the client may still be sending a body nobody reads
 	// deadline: a read deadline may be in force (set by setReadDeadline
@@ -300,6 +302,7 @@ func (c *serverConn) loop() {
 
 // end closes the connection and forgets it.
 func (c *serverConn) end() {
+	c.flushOut()
 	if c.linger {
 		c.lingerClose()
 	}
@@ -314,11 +317,11 @@ func (c *serverConn) end() {
 // idle timeout (the header timeout for the first request, as in net/http),
 // then puts the rest of the head under the header timeout.
 func (c *serverConn) awaitRequest() bool {
-	if c.served > 0 {
+	if c.served > 0 && c.out == nil {
 		c.state.Store(stateIdle)
 	}
 	if c.s.shutdown.Load() && c.served > 0 {
-		return false
+		return false // end sends what the last answer still holds
 	}
 	var deadline time.Time
 	switch {
@@ -329,6 +332,16 @@ func (c *serverConn) awaitRequest() bool {
 	}
 	if !deadline.IsZero() || c.deadline.Load() {
 		c.setReadDeadline(deadline)
+	}
+	if c.out != nil {
+		// A request already buffered (pipelined) is not waited for.
+		if c.br != nil && c.br.Buffered() > 0 {
+			if !c.flushOut() {
+				return false
+			}
+		} else if !c.sendOut() {
+			return false
+		}
 	}
 	if c.br == nil {
 		c.br = readBufs.Get().(*bufio.Reader)
@@ -348,6 +361,53 @@ func (c *serverConn) awaitRequest() bool {
 			d = time.Now().Add(c.s.ReadHeaderTimeout)
 		}
 		c.setReadDeadline(d)
+	}
+	return true
+}
+
+// sendOut writes the last bytes of the answer before, held by finish, and
+// waits for the next request in the same pass through the poller (see
+// peeker.send): a write followed by a read tries the read first, which
+// nearly always finds nothing yet (EAGAIN), a system call a request for
+// nothing. The connection is idle from the moment its answer is out
+// (markIdle), so that Shutdown closes it then, and not before.
+func (c *serverConn) sendOut() bool {
+	b := c.out
+	c.out = nil
+	defer putBuf(b)
+	if c.peek == nil {
+		c.peek = newPeeker(c.nc)
+		if c.peek != nil {
+			c.peek.written = c.markIdle
+		}
+	}
+	n, res, _ := c.peek.send(*b, false)
+	if res == sendWaited {
+		return true // a failed wait: the read that follows tells
+	}
+	if _, err := c.nc.Write((*b)[n:]); err != nil {
+		c.reset()
+		return false
+	}
+	c.markIdle()
+	return true
+}
+
+// markIdle notes that the connection waits for its next request.
+func (c *serverConn) markIdle() { c.state.Store(stateIdle) }
+
+// flushOut writes what the last answer still holds, if anything, and
+// reports whether the connection may go on.
+func (c *serverConn) flushOut() bool {
+	if c.out == nil {
+		return true
+	}
+	_, err := c.nc.Write(*c.out)
+	putBuf(c.out)
+	c.out = nil
+	if err != nil {
+		c.reset()
+		return false
 	}
 	return true
 }
@@ -463,7 +523,9 @@ func (c *serverConn) after(w *response) (keep bool) {
 	keep = w.completed && w.err == nil && !w.closeAfter && !w.req.Close
 	if !body.done {
 		// The client may still be sending: skip what is left if little,
-		// else close gently (lingerClose).
+		// else close gently (lingerClose). It may wait for its answer
+		// first.
+		c.flushOut()
 		keep = c.finishBody(body) && keep
 	}
 	if keep {
@@ -940,7 +1002,11 @@ func (w *response) finish() {
 		}
 		*w.wbuf = append(*w.wbuf, "0\r\n\r\n"...)
 	}
-	_ = w.flushWire()
+	if w.err == nil && w.wbuf != nil {
+		// The last bytes go out with the wait for the next request
+		// (awaitRequest), or before the connection ends (end).
+		w.c.out, w.wbuf = w.wbuf, nil
+	}
 	if w.length >= 0 && w.written < w.length && w.bodyAllowed() && !w.head {
 		w.closeAfter = true // the client waits for bytes that never come
 	}

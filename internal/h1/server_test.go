@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -807,6 +808,57 @@ func TestServerShutdown(t *testing.T) {
 	busy.expectClosed(srvWait)
 	if err := srvRecv(t, shutdown, "Shutdown"); err != nil {
 		t.Errorf("Shutdown = %v", err)
+	}
+}
+
+// TestServerShutdownBetweenAnswers: a connection's last answer goes out
+// with the wait for its next request (sendOut), and Shutdown closes a
+// connection only once it waits: a client sending request after request
+// while the server shuts down gets every answer it gets whole, and the
+// connection ends between answers, never inside one.
+func TestServerShutdownBetweenAnswers(t *testing.T) {
+	t.Parallel()
+	body := strings.Repeat("x", 3000)
+	st := srvServe(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) })
+	nc, err := net.Dial("tcp", st.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	br := bufio.NewReader(nc)
+	answered := 0
+	for i := 0; ; i++ {
+		if i == 50 {
+			go st.s.Shutdown(context.Background())
+		}
+		if i > 10000 {
+			t.Fatal("the connection outlived Shutdown by 10,000 requests")
+		}
+		nc.SetDeadline(time.Now().Add(srvWait))
+		if _, err := io.WriteString(nc, "GET / HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+			break // closed while idle
+		}
+		if _, err := br.Peek(1); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+				break // closed between answers
+			}
+			t.Fatalf("request %d: waiting for its answer: %v", i, err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: a cut answer: %v", i, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || string(b) != body {
+			t.Fatalf("request %d: a cut answer: %d bytes, %v", i, len(b), err)
+		}
+		answered++
+		if resp.Close {
+			break
+		}
+	}
+	if answered < 50 {
+		t.Fatalf("%d answers before Shutdown, want 50", answered)
 	}
 }
 
