@@ -119,8 +119,8 @@ run "load: real fleets against the model, the chaos preset's rolling restarts, t
 
 # What 200 clients that stop reading cost a real gateway process: without
 # the race detector, whose process is not the one a user runs.
-run "slow readers: a gateway process's memory under 200 non-reading clients (cmd/mcpfleet, without -race)" \
-	go test -count=1 -run '^TestSlowReadersMemory$' -v ./cmd/mcpfleet
+run "slow readers: a gateway process's memory under 200 non-reading clients, over HTTP/1.1 and HTTP/2 (cmd/mcpfleet, without -race)" \
+	go test -count=1 -run '^TestSlowReadersMemory(H2)?$' -v ./cmd/mcpfleet
 
 # A real Jaeger takes the spans of a call through a gateway process and a
 # testserver replica, and its query API must show them as one trace.
