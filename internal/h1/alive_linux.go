@@ -3,6 +3,8 @@ package h1
 import (
 	"errors"
 	"net"
+	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -19,11 +21,33 @@ type peeker struct {
 	buf [1]byte
 
 	// send's state, for sendStep
-	out     []byte
-	check   bool // peek before writing
-	sent    int
-	result  sendResult
-	written func() // if not nil, called once the whole of a send is written
+	out    []byte
+	check  bool // peek before writing
+	sent   int
+	result sendResult
+	idle   *atomic.Int32 // if not nil, set to stateIdle once the whole of a send is written
+}
+
+// senders are peekers without a connection of their own, lent to a server
+// connection for one send (getSender): a connection that waits for its
+// next request for hours then holds only its RawConn.
+var senders = sync.Pool{New: func() any {
+	p := &peeker{}
+	p.fn, p.rfn, p.sfn = p.peek, p.readable, p.sendStep
+	return p
+}}
+
+// getSender lends a peeker that sends on rc and, once a send is written
+// whole, sets *idle to stateIdle; putSender takes it back.
+func getSender(rc syscall.RawConn, idle *atomic.Int32) *peeker {
+	p := senders.Get().(*peeker)
+	p.rc, p.idle = rc, idle
+	return p
+}
+
+func putSender(p *peeker) {
+	p.rc, p.idle = nil, nil
+	senders.Put(p)
 }
 
 // newPeeker returns c's peeker; nil for a connection without a descriptor,
@@ -138,8 +162,8 @@ func (p *peeker) sendStep(fd uintptr) bool {
 		return true
 	}
 	p.out = nil
-	if p.written != nil {
-		p.written()
+	if p.idle != nil {
+		p.idle.Store(stateIdle)
 	}
 	return false // wait for the answer
 }

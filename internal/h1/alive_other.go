@@ -2,10 +2,14 @@
 
 package h1
 
-import "net"
+import (
+	"net"
+	"sync/atomic"
+	"syscall"
+)
 
 // peeker cannot peek here; a closed connection shows when it is used.
-type peeker struct{ written func() }
+type peeker struct{}
 
 func newPeeker(net.Conn) *peeker { return nil }
 
@@ -32,3 +36,7 @@ func (*peeker) send([]byte, bool) (int, sendResult, error) { return 0, sendUnabl
 func parkAdd(net.Conn, func(uint32)) (uint32, bool) { return 0, false }
 
 func parkRemove(net.Conn, uint32) {}
+
+func getSender(syscall.RawConn, *atomic.Int32) *peeker { return nil }
+
+func putSender(*peeker) {}

@@ -225,9 +225,10 @@ type serverConn struct {
 	br       *bufio.Reader // nil while no request is being read
 	ctx      context.Context
 	remote   string
-	served   int     // requests so far
-	out      *[]byte // the last bytes of the answer before, not yet written (sendOut)
-	peek     *peeker // made at the first sendOut
+	served   int             // requests so far
+	out      *[]byte         // the last bytes of the answer before, not yet written (sendOut)
+	rc       syscall.RawConn // nc's, for sendOut; nil until the first, or if nc has none
+	rcTried  bool            // rc was asked for
 	watch    watch
 	linger   bool // the client may still be sending a body nobody reads
 	// deadline: a read deadline may be in force (set by setReadDeadline
@@ -370,18 +371,24 @@ func (c *serverConn) awaitRequest() bool {
 // peeker.send): a write followed by a read tries the read first, which
 // nearly always finds nothing yet (EAGAIN), a system call a request for
 // nothing. The connection is idle from the moment its answer is out
-// (markIdle), so that Shutdown closes it then, and not before.
+// (the sender sets its state), so that Shutdown closes it then, and not
+// before.
 func (c *serverConn) sendOut() bool {
 	b := c.out
 	c.out = nil
 	defer putBuf(b)
-	if c.peek == nil {
-		c.peek = newPeeker(c.nc)
-		if c.peek != nil {
-			c.peek.written = c.markIdle
+	if !c.rcTried {
+		c.rcTried = true
+		if sc, ok := c.nc.(syscall.Conn); ok {
+			c.rc, _ = sc.SyscallConn()
 		}
 	}
-	n, res, _ := c.peek.send(*b, false)
+	n, res := 0, sendUnable
+	if c.rc != nil {
+		p := getSender(c.rc, &c.state)
+		n, res, _ = p.send(*b, false)
+		putSender(p)
+	}
 	if res == sendWaited {
 		return true // a failed wait: the read that follows tells
 	}
@@ -389,12 +396,9 @@ func (c *serverConn) sendOut() bool {
 		c.reset()
 		return false
 	}
-	c.markIdle()
+	c.state.Store(stateIdle)
 	return true
 }
-
-// markIdle notes that the connection waits for its next request.
-func (c *serverConn) markIdle() { c.state.Store(stateIdle) }
 
 // flushOut writes what the last answer still holds, if anything, and
 // reports whether the connection may go on.
