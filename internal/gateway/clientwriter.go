@@ -17,15 +17,14 @@ import (
 // changes of the socket's timer over HTTP/1.1. Should a write take longer
 // than the bound, the timer puts the write deadline in the past, which
 // fails the write (HTTP/1.1) or resets the stream (HTTP/2); the client is
-// then let go (fail). Writes are not concurrent: the SSE writer holds its
-// lock around them.
+// then let go (fail). The timer comes from a pool for each write, so that
+// a stream that waits for hours between events holds none. Writes are not
+// concurrent: the SSE writer holds its lock around them.
 type clientWriter struct {
 	w       http.ResponseWriter
 	rc      http.ResponseController
 	timeout time.Duration // the bound; 0 or less: none
 	failed  bool
-	bound   *writeBound // nil until the first write
-	pooled  bool        // bound came from writeBounds (pooledBound)
 }
 
 func newClientWriter(w http.ResponseWriter, timeout time.Duration) *clientWriter {
@@ -33,17 +32,17 @@ func newClientWriter(w http.ResponseWriter, timeout time.Duration) *clientWriter
 }
 
 func (c *clientWriter) Write(p []byte) (int, error) {
-	c.arm()
+	b := c.arm()
 	n, err := c.w.Write(p)
-	if c.disarm(err) != nil {
+	if c.disarm(b, err) != nil {
 		c.fail()
 	}
 	return n, err
 }
 
 func (c *clientWriter) Flush() error {
-	c.arm()
-	err := c.disarm(c.rc.Flush())
+	b := c.arm()
+	err := c.disarm(b, c.rc.Flush())
 	if err != nil {
 		c.fail()
 	}
@@ -59,45 +58,32 @@ func (c *clientWriter) fail() {
 	}
 }
 
-func (c *clientWriter) arm() {
+// arm starts the bound of one write; nil when there is none.
+func (c *clientWriter) arm() *writeBound {
 	if c.timeout <= 0 {
-		return
+		return nil
 	}
-	if c.bound == nil {
-		c.bound = &writeBound{}
-	}
-	c.bound.arm(&c.rc, c.timeout)
+	b := writeBounds.Get().(*writeBound)
+	b.arm(&c.rc, c.timeout)
+	return b
 }
 
-// disarm stops the bound after a write or flush that returned err. A
-// write the bound cut but that went through all the same (it ended as the
-// timer fired) lifts the deadline again: the next write has its own bound.
-func (c *clientWriter) disarm(err error) error {
-	if c.bound == nil {
+// disarm stops b after the write or flush that returned err, and gives it
+// back to the pool unless its timer fired (its fire may still be on its
+// way). A write the bound cut but that went through all the same (it ended
+// as the timer fired) lifts the deadline again: the next write has its
+// own bound.
+func (c *clientWriter) disarm(b *writeBound, err error) error {
+	if b == nil {
 		return err
 	}
-	if c.bound.disarm() && err == nil {
+	if b.disarm() && err == nil {
 		_ = c.rc.SetWriteDeadline(time.Time{})
 	}
+	if b.reusable() {
+		writeBounds.Put(b)
+	}
 	return err
-}
-
-// pooledBound gives c a bound from the pool, for an answer whose writes
-// all happen before releaseBound (a JSON answer, relayed by the handler's
-// goroutine): a timer allocated per answer would be the hot path's.
-func (c *clientWriter) pooledBound() {
-	if c.timeout > 0 && c.bound == nil {
-		c.bound, c.pooled = writeBounds.Get().(*writeBound), true
-	}
-}
-
-// releaseBound returns a pooled bound once the answer's writes are over;
-// one whose timer fired is left to it.
-func (c *clientWriter) releaseBound() {
-	if c.pooled && c.bound.reusable() {
-		writeBounds.Put(c.bound)
-	}
-	c.bound, c.pooled = nil, false
 }
 
 var writeBounds = sync.Pool{New: func() any { return new(writeBound) }}

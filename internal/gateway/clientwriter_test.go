@@ -64,7 +64,6 @@ func TestClientWriterBound(t *testing.T) {
 	t.Run("writes taken at once set no deadline", func(t *testing.T) {
 		sw := newStallWriter()
 		cw := newClientWriter(sw, time.Hour)
-		cw.pooledBound()
 		for range 100 {
 			if _, err := cw.Write([]byte("event\n\n")); err != nil {
 				t.Fatal(err)
@@ -73,7 +72,6 @@ func TestClientWriterBound(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cw.releaseBound()
 		if d := sw.setDeadlines(); len(d) != 0 {
 			t.Fatalf("deadlines set: %v", d)
 		}
@@ -109,12 +107,13 @@ func TestClientWriterBound(t *testing.T) {
 	t.Run("no bound", func(t *testing.T) {
 		sw := newStallWriter()
 		cw := newClientWriter(sw, 0)
-		cw.pooledBound()
+		if cw.arm() != nil {
+			t.Fatal("a writer without a bound armed one")
+		}
 		if _, err := cw.Write([]byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		cw.releaseBound()
-		if cw.bound != nil || len(sw.setDeadlines()) != 0 {
+		if len(sw.setDeadlines()) != 0 {
 			t.Fatal("a writer without a bound armed one")
 		}
 	})
@@ -151,8 +150,6 @@ func BenchmarkClientWriterJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		cw := newClientWriter(sw, 30*time.Second)
-		cw.pooledBound()
 		_, _ = cw.Write(body)
-		cw.releaseBound()
 	}
 }

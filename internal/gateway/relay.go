@@ -41,8 +41,6 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 	w.WriteHeader(resp.StatusCode)
 	cw := newClientWriter(w, g.opts.WriteTimeout)
 	if !stream {
-		cw.pooledBound()
-		defer cw.releaseBound()
 		bp := copyBufs.Get().(*[]byte)
 		defer copyBufs.Put(bp)
 		var dst io.Writer = cw
