@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/cache"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
@@ -276,7 +277,7 @@ func TestTraceOfASession(t *testing.T) {
 // no attempt.
 func TestTraceShowsWhatTheGatewayDid(t *testing.T) {
 	t.Run("retry", func(t *testing.T) {
-		f := startTraced(t, 1, true, &Options{Balance: 1}) // round robin: the dead replica comes first in turn
+		f := startTraced(t, 1, true, &Options{Balance: balance.RoundRobin}) // the dead replica comes first in turn
 		r := newRaw(t, f.front.URL+"/mcp", "2026-07-28")
 		for i := range 4 {
 			f.call(t, r, 10+i, "whoami", map[string]any{"traceparent": clientParent}, nil)
