@@ -105,23 +105,6 @@ func (p *peeker) readable(fd uintptr) bool {
 // alive reports whether the idle connection c may still carry a request.
 func alive(c net.Conn) bool { return newPeeker(c).alive() }
 
-// sendResult is what send did.
-type sendResult int
-
-const (
-	// sendWaited: the request was written whole and the answer's first
-	// bytes can be read (or the connection failed: the read tells).
-	sendWaited sendResult = iota
-	// sendGone: the check found the connection closed by the replica, or
-	// holding bytes nobody asked for; nothing was written.
-	sendGone
-	// sendPartial: the socket took only the first n bytes (n may be 0);
-	// the caller writes the rest and reads as usual.
-	sendPartial
-	// sendUnable: the connection has no descriptor to send on this way.
-	sendUnable
-)
-
 // send writes b, a whole request, and waits until the connection can be
 // read, in one pass through the runtime's poller; with check, it first
 // peeks, as alive does, and writes nothing to a connection the replica has

@@ -20,15 +20,6 @@ func (*peeker) wait() error { return nil }
 
 func alive(net.Conn) bool { return true }
 
-type sendResult int
-
-const (
-	sendWaited sendResult = iota
-	sendGone
-	sendPartial
-	sendUnable
-)
-
 // send cannot write and wait in one pass here: the caller writes and reads.
 func (*peeker) send([]byte, bool) (int, sendResult, error) { return 0, sendUnable, nil }
 

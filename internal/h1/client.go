@@ -199,6 +199,23 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 	}
 }
 
+// sendResult is what send did.
+type sendResult int
+
+const (
+	// sendWaited: the request was written whole and the answer's first
+	// bytes can be read (or the connection failed: the read tells).
+	sendWaited sendResult = iota
+	// sendGone: the check found the connection closed by the replica, or
+	// holding bytes nobody asked for; nothing was written.
+	sendGone
+	// sendPartial: the socket took only the first n bytes (n may be 0);
+	// the caller writes the rest and reads as usual.
+	sendPartial
+	// sendUnable: the connection has no descriptor to send on this way.
+	sendUnable
+)
+
 // errConnGone is exchange's word for a kept-alive connection found closed
 // (or holding unasked bytes) before anything was written on it.
 var errConnGone = errors.New("h1: kept-alive connection closed by its peer")
