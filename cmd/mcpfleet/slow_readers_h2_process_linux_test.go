@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,25 +37,12 @@ func TestSlowReadersMemoryH2(t *testing.T) {
 	if raceEnabled {
 		t.Skip("measures a gateway process: run without -race (scripts/test.sh has a step for it)")
 	}
-	secs, setups := 6, []struct{ name, cfg string }{{"memory_limit 256MiB", "memory_limit: 256MiB\n"}}
-	if s := os.Getenv("MCPFLEET_SLOW_READERS_SECONDS"); s != "" {
-		setups = append([]struct{ name, cfg string }{{"defaults", ""}}, setups...)
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 600 {
-			t.Fatalf("MCPFLEET_SLOW_READERS_SECONDS=%q: want 1 to 600", s)
-		}
-		secs = n
-	}
+	secs, setups := slowReaderSetups(t)
 	cert := newTestCert(t, 1)
 	dir := t.TempDir()
 	certPath, keyPath := dir+"/cert.pem", dir+"/key.pem"
 	writeFiles(t, certPath, cert.certPEM, keyPath, cert.keyPEM)
-	var ups strings.Builder
-	for _, name := range []string{"a", "b"} {
-		addr := testproc.FreeAddr(t)
-		startReplica(t, name, addr)
-		fmt.Fprintf(&ups, "  - {name: %s, url: 'http://%s/mcp'}\n", name, addr)
-	}
+	ups := slowReaderReplicas(t)
 	// h2Client is a client of its own connection, HTTP/2 only, whose
 	// streams take at most 64 KiB unread.
 	h2Client := func() *http.Client {
@@ -70,7 +56,7 @@ func TestSlowReadersMemoryH2(t *testing.T) {
 		t.Run(setup.name, func(t *testing.T) {
 			gw := testproc.FreeAddr(t)
 			cfg := "listen: " + gw + "\nwrite_timeout: 1s\nkeepalive: 200ms\ngrace: 1s\n" + setup.cfg +
-				"tls: {cert_file: " + certPath + ", key_file: " + keyPath + "}\nupstreams:\n" + ups.String()
+				"tls: {cert_file: " + certPath + ", key_file: " + keyPath + "}\nupstreams:\n" + ups
 			path := t.TempDir() + "/gw.yaml"
 			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 				t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -39,27 +38,12 @@ func TestSlowReadersMemory(t *testing.T) {
 		// they are not what a user runs, in memory nor in time.
 		t.Skip("measures a gateway process: run without -race (scripts/test.sh has a step for it)")
 	}
-	// The suite measures the budget's setup for 6 s; a measured run (the
-	// variable set) both setups, as long as it says.
-	secs, setups := 6, []struct{ name, cfg string }{{"memory_limit 256MiB", "memory_limit: 256MiB\n"}}
-	if s := os.Getenv("MCPFLEET_SLOW_READERS_SECONDS"); s != "" {
-		setups = append([]struct{ name, cfg string }{{"defaults", ""}}, setups...)
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 600 {
-			t.Fatalf("MCPFLEET_SLOW_READERS_SECONDS=%q: want 1 to 600", s)
-		}
-		secs = n
-	}
-	var ups strings.Builder
-	for _, name := range []string{"a", "b"} {
-		addr := testproc.FreeAddr(t)
-		startReplica(t, name, addr)
-		fmt.Fprintf(&ups, "  - {name: %s, url: 'http://%s/mcp'}\n", name, addr)
-	}
+	secs, setups := slowReaderSetups(t)
+	ups := slowReaderReplicas(t)
 	for _, setup := range setups {
 		t.Run(setup.name, func(t *testing.T) { // one at a time: each alone loads two cores
 			gw := testproc.FreeAddr(t)
-			cfg := "listen: " + gw + "\nwrite_timeout: 1s\nkeepalive: 200ms\ngrace: 1s\n" + setup.cfg + "upstreams:\n" + ups.String()
+			cfg := "listen: " + gw + "\nwrite_timeout: 1s\nkeepalive: 200ms\ngrace: 1s\n" + setup.cfg + "upstreams:\n" + ups
 			path := t.TempDir() + "/gw.yaml"
 			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 				t.Fatal(err)
@@ -161,6 +145,36 @@ func TestSlowReadersMemory(t *testing.T) {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// slowReaderSetups is what a slow-readers test measures, and for how long:
+// the suite the budget's setup for 6 s; a measured run (the variable
+// MCPFLEET_SLOW_READERS_SECONDS set) the defaults too, as long as it says.
+func slowReaderSetups(t *testing.T) (secs int, setups []struct{ name, cfg string }) {
+	t.Helper()
+	secs, setups = 6, []struct{ name, cfg string }{{"memory_limit 256MiB", "memory_limit: 256MiB\n"}}
+	if s := os.Getenv("MCPFLEET_SLOW_READERS_SECONDS"); s != "" {
+		setups = append([]struct{ name, cfg string }{{"defaults", ""}}, setups...)
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 600 {
+			t.Fatalf("MCPFLEET_SLOW_READERS_SECONDS=%q: want 1 to 600", s)
+		}
+		secs = n
+	}
+	return secs, setups
+}
+
+// slowReaderReplicas starts the two replicas of a slow-readers test and
+// returns their upstreams list, in YAML.
+func slowReaderReplicas(t *testing.T) string {
+	t.Helper()
+	var ups strings.Builder
+	for _, name := range []string{"a", "b"} {
+		addr := testproc.FreeAddr(t)
+		startReplica(t, name, addr)
+		fmt.Fprintf(&ups, "  - {name: %s, url: 'http://%s/mcp'}\n", name, addr)
+	}
+	return ups.String()
+}
 
 // serveProc is a serve process; exited is closed once it has exited.
 type serveProc struct {
@@ -267,27 +281,5 @@ func gatewaySockets(t *testing.T, port string) map[string]int64 {
 // initializeRaw opens a 2025-11-25 session through gw and returns its ID.
 func initializeRaw(t *testing.T, gw string) string {
 	t.Helper()
-	post := func(body, session string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+gw+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
-	resp := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, "")
-	id := resp.Header.Get("Mcp-Session-Id")
-	if resp.StatusCode != http.StatusOK || id == "" {
-		t.Fatalf("initialize: %d", resp.StatusCode)
-	}
-	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, id)
-	return id
+	return initializeOver(t, http.DefaultClient, "http://"+gw+"/mcp")
 }
