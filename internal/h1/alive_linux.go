@@ -118,7 +118,9 @@ func (p *peeker) send(b []byte, check bool) (n int, res sendResult, err error) {
 	if p == nil || p.rc == nil {
 		return 0, sendUnable, nil
 	}
-	p.out, p.check, p.sent, p.result = b, check, 0, sendWaited
+	// Nothing written until sendStep says otherwise: a connection closed
+	// before the callback runs (a cancel) is a send that wrote nothing.
+	p.out, p.check, p.sent, p.result = b, check, 0, sendPartial
 	err = p.rc.Read(p.sfn)
 	n, res = p.sent, p.result
 	p.out = nil
@@ -144,7 +146,7 @@ func (p *peeker) sendStep(fd uintptr) bool {
 		p.result = sendPartial
 		return true
 	}
-	p.out = nil
+	p.out, p.result = nil, sendWaited
 	if p.idle != nil {
 		p.idle.Store(stateIdle)
 	}

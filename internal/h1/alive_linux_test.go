@@ -143,6 +143,15 @@ func TestPeekerSend(t *testing.T) {
 			t.Fatalf("send of 8 MiB to a peer that does not read: n %d, result %d, err %v", n, res, err)
 		}
 	})
+	t.Run("a connection closed before the send writes nothing", func(t *testing.T) {
+		client, _ := tcpPair(t)
+		p := newPeeker(client)
+		client.Close()
+		n, res, err := p.send([]byte("hello"), true)
+		if n != 0 || res != sendPartial || err == nil {
+			t.Fatalf("send on a closed connection: n %d, result %d, err %v; want nothing written and the close's error", n, res, err)
+		}
+	})
 	t.Run("a cancel ends the wait", func(t *testing.T) {
 		client, _ := tcpPair(t)
 		p := newPeeker(client)
