@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sync"
-	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
@@ -97,74 +95,16 @@ func parseMessage(body []byte) (mcpmsg.Message, *mcpmsg.Error) {
 	return msg, errInvalidRequest
 }
 
-// armBodyTimeout bounds the reading of a request's body to timeout until
-// the returned timer's disarm. The read deadline is only set should the
-// body take longer: the timer puts it in the past then. Setting a deadline
-// before the read and clearing it after costs HTTP/2 two messages to the
-// connection's serving goroutine and two timers (6% of the gateway's CPU
-// under h2load); a body that is there at once costs a pooled timer,
-// started and stopped.
-func armBodyTimeout(w http.ResponseWriter, timeout time.Duration) *bodyTimer {
-	bt := bodyTimers.Get().(*bodyTimer)
-	bt.mu.Lock()
-	bt.w, bt.done, bt.fired = w, false, false
-	bt.mu.Unlock()
-	if bt.t == nil {
-		bt.t = time.AfterFunc(timeout, bt.fire)
-	} else {
-		bt.t.Reset(timeout)
-	}
-	return bt
-}
-
-var bodyTimers = sync.Pool{New: func() any { return new(bodyTimer) }}
-
-type bodyTimer struct {
-	t     *time.Timer
-	mu    sync.Mutex
-	w     http.ResponseWriter
-	done  bool // the read is over: fire sets nothing
-	fired bool // fire set the deadline: disarm lifts it after a body read whole
-}
-
-func (bt *bodyTimer) fire() {
-	bt.mu.Lock()
-	defer bt.mu.Unlock()
-	if !bt.done {
-		bt.fired = true
-		_ = http.NewResponseController(bt.w).SetReadDeadline(time.Unix(1, 0))
-	}
-}
-
-// disarm ends the bound once the body is read (read) or its read failed.
-// A deadline the timer set is lifted only after a body read whole: after a
-// failed read the connection is of no further use, and net/http's server
-// reads what is left of a body before it answers, which without the
-// deadline would wait for a client that sends nothing more for as long as
-// that client keeps the connection. A timer stopped before it fired goes
-// back to the pool; one that fired may still be running fire, and is left
-// to it.
-func (bt *bodyTimer) disarm(read bool) {
-	stopped := bt.t.Stop()
-	bt.mu.Lock()
-	bt.done = true
-	fired, w := bt.fired, bt.w
-	bt.mu.Unlock()
-	if fired && read {
-		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	}
-	if stopped {
-		bt.w = nil
-		bodyTimers.Put(bt)
-	}
-}
-
 // readBody reads the whole body within the size bound and the read timeout.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) (_ []byte, fail *mcpmsg.Error) {
 	if r.ContentLength > g.opts.MaxBodyBytes {
 		return nil, errBodyTooLarge
 	}
-	bt := armBodyTimeout(w, g.opts.BodyReadTimeout)
+	// After a failed read the past deadline stays: net/http's server reads
+	// what is left of a body before it answers, which without it would
+	// wait for a client that sends nothing more for as long as that client
+	// keeps the connection.
+	bt := armLate(w, readDeadline, g.opts.BodyReadTimeout)
 	defer func() { bt.disarm(fail == nil) }()
 	if r.ContentLength >= 0 {
 		// The length is known and within the bound: one allocation, and

@@ -119,29 +119,26 @@ func TestClientWriterBound(t *testing.T) {
 	})
 }
 
-// TestWriteBoundFiredLate: a write that went through just as the bound
-// fired lifts the deadline, so the next write has its own bound; the timer
-// is not pooled again, and a later write still gets cut at its bound.
+// TestWriteBoundFiredLate: a write that went through just as its bound
+// fired lifts the deadline, so that the next write has its own bound, and
+// a bound taken next from the pool still cuts at its time.
 func TestWriteBoundFiredLate(t *testing.T) {
 	sw := newStallWriter()
-	rc := http.NewResponseController(sw)
-	b := &writeBound{}
-	b.arm(rc, time.Millisecond)
+	lt := armLate(sw, writeDeadline, time.Millisecond)
 	<-sw.cut // fired while the "write" was on its way
-	if !b.disarm() {
-		t.Fatal("disarm did not report the fire")
-	}
-	if b.reusable() {
-		t.Fatal("a bound whose timer fired is pooled again")
+	lt.disarm(true)
+	d := sw.setDeadlines()
+	if len(d) != 2 || !d[0].Before(time.Now()) || !d[1].IsZero() {
+		t.Fatalf("deadlines %v: want one in the past, then lifted", d)
 	}
 	sw.cut = make(chan struct{})
-	b.arm(rc, time.Millisecond)
+	lt = armLate(sw, writeDeadline, time.Millisecond)
 	select {
 	case <-sw.cut:
 	case <-time.After(10 * time.Second):
-		t.Fatal("a re-armed bound never fired")
+		t.Fatal("a bound armed after one that fired never fired")
 	}
-	b.disarm()
+	lt.disarm(false)
 }
 
 func BenchmarkClientWriterJSON(b *testing.B) {

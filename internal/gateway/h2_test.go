@@ -196,14 +196,14 @@ func (d *deadlineRecorder) deadlines() []time.Time {
 func TestBodyTimer(t *testing.T) {
 	for range 3 { // in time: no deadline, the timer pooled and reused
 		w := &deadlineRecorder{}
-		armBodyTimeout(w, time.Hour).disarm(true)
+		armLate(w, readDeadline, time.Hour).disarm(true)
 		if d := w.deadlines(); len(d) != 0 {
 			t.Fatalf("a body read in time set deadlines %v", d)
 		}
 	}
 	for _, read := range []bool{false, true} {
 		w := &deadlineRecorder{}
-		bt := armBodyTimeout(w, time.Millisecond)
+		bt := armLate(w, readDeadline, time.Millisecond)
 		deadline := time.Now().Add(10 * time.Second)
 		for len(w.deadlines()) == 0 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
