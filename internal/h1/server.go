@@ -228,7 +228,6 @@ type serverConn struct {
 	served   int             // requests so far
 	out      *[]byte         // the last bytes of the answer before, not yet written (sendOut)
 	rc       syscall.RawConn // nc's, for sendOut; nil until the first, or if nc has none
-	rcTried  bool            // rc was asked for
 	watch    watch
 	linger   bool // the client may still be sending a body nobody reads
 	// deadline: a read deadline may be in force (set by setReadDeadline
@@ -377,8 +376,7 @@ func (c *serverConn) sendOut() bool {
 	b := c.out
 	c.out = nil
 	defer putBuf(b)
-	if !c.rcTried {
-		c.rcTried = true
+	if c.rc == nil {
 		if sc, ok := c.nc.(syscall.Conn); ok {
 			c.rc, _ = sc.SyscallConn()
 		}
