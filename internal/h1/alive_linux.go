@@ -106,9 +106,9 @@ func (p *peeker) readable(fd uintptr) bool {
 func alive(c net.Conn) bool { return newPeeker(c).alive() }
 
 // send writes b, a whole request, and waits until the connection can be
-// read, in one pass through the runtime's poller; with check, it first
-// peeks, as alive does, and writes nothing to a connection the replica has
-// closed. A plain write followed by a read tries the read before it waits,
+// read, in one pass through the runtime's poller. It peeks first: with
+// check, as alive does, writing nothing to a connection the replica has
+// closed; without, not waiting when bytes are already there. A plain write followed by a read tries the read before it waits,
 // which finds nothing (EAGAIN) when the replica has not answered yet, as it
 // nearly never has: a system call a request for nothing. The write is made
 // inside the poller's read wait, after the wait has forgotten any earlier
@@ -131,12 +131,14 @@ func (p *peeker) sendStep(fd uintptr) bool {
 	if p.out == nil {
 		return true // woken after the write: readable, or failed
 	}
-	if p.check {
-		_, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		if !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EINTR) {
-			p.result = sendGone
-			return true
-		}
+	// Bytes that came before this pass (the client's next request, say)
+	// made their readiness known before the wait began, which forgot it:
+	// the peek is what sees them, and then the wait is skipped.
+	_, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	pending := !errors.Is(err, syscall.EAGAIN)
+	if pending && p.check {
+		p.result = sendGone
+		return true
 	}
 	n, err := syscall.Write(int(fd), p.out)
 	if n > 0 {
@@ -150,5 +152,5 @@ func (p *peeker) sendStep(fd uintptr) bool {
 	if p.idle != nil {
 		p.idle.Store(stateIdle)
 	}
-	return false // wait for the answer
+	return pending // wait for the answer, unless bytes are there already
 }

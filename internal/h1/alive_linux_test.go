@@ -109,14 +109,29 @@ func TestPeekerSend(t *testing.T) {
 			t.Fatalf("send on a closed connection: n %d, result %d, err %v", n, res, err)
 		}
 	})
-	t.Run("unchecked, the same connection is written to", func(t *testing.T) {
+	t.Run("unchecked, the same connection is written to, and bytes already there end the wait", func(t *testing.T) {
 		client, peer := tcpPair(t)
 		p := newPeeker(client)
-		peer.Write([]byte("x")) // unasked, but not checked for
+		peer.Write([]byte("x")) // the next request, come before the answer went out
 		waitFor(t, func() bool { return !alive(client) }, "unasked bytes")
-		n, res, err := p.send([]byte("hello"), false)
-		if n != 5 || res != sendWaited || err != nil {
-			t.Fatalf("unchecked send: n %d, result %d, err %v", n, res, err)
+		// Read once, so that the byte's readiness is the poller's past.
+		client.SetReadDeadline(time.Now().Add(time.Millisecond))
+		client.Read(make([]byte, 0))
+		client.SetReadDeadline(time.Time{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n, res, err := p.send([]byte("hello"), false)
+			if n != 5 || res != sendWaited || err != nil {
+				t.Errorf("unchecked send: n %d, result %d, err %v", n, res, err)
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(wait):
+			client.Close()
+			<-done
+			t.Fatal("send waited for bytes that were already there")
 		}
 	})
 	t.Run("a socket that takes part of it", func(t *testing.T) {
