@@ -92,6 +92,54 @@ jaeger_out=$(mktemp -d)
 	echo $? >"$jaeger_out/status.new" && mv "$jaeger_out/status.new" "$jaeger_out/status"
 ) &
 
+# The deployment artefacts are nested modules, so that the binary's own
+# module gains neither go-containerregistry nor Helm and the Kubernetes API.
+deploy_image() {
+	cd deploy/image
+	go vet ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	go test -count=1 ./...
+}
+
+# Its module replaces this one (it checks the chart with serve's own
+# configuration code), so a change of the root go.mod needs a tidy here too.
+deploy_helm() {
+	cd deploy/helm
+	if ! go mod tidy -diff >/dev/null; then
+		echo "deploy/helm/go.mod is out of date with the root module's: run (cd deploy/helm && go mod tidy)" >&2
+		return 1
+	fi
+	go vet ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	go test -count=1 ./...
+}
+
+# background FN...: runs the steps FN one after another in the background,
+# at the lowest priority, from now on, so that their downloads and compiles
+# take only the cores the foreground steps leave idle; await_step FN shows
+# one's output and status as a step of its own. The deployment checks
+# compile Helm, the Kubernetes API and go-containerregistry (minutes on a
+# fresh machine) and measure no time, so they run beside the first steps.
+bg_out=$(mktemp -d)
+background() {
+	local fn
+	for fn in "$@"; do
+		local status=0
+		nice -n 19 bash -c "set -euo pipefail; $(declare -f "$fn"); $fn" >"$bg_out/$fn.log" 2>&1 || status=$?
+		echo $status >"$bg_out/$fn.status.new" && mv "$bg_out/$fn.status.new" "$bg_out/$fn.status"
+	done
+}
+await_step() {
+	local fn=$1 waited=0
+	while [[ ! -f $bg_out/$fn.status ]] && ((waited < 1800)); do
+		sleep 2
+		waited=$((waited + 2))
+	done
+	cat "$bg_out/$fn.log"
+	[[ $(cat "$bg_out/$fn.status" 2>/dev/null) == 0 ]]
+}
+background deploy_image deploy_helm &
+
 run "go vet" go vet ./...
 
 run "staticcheck" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
@@ -111,6 +159,11 @@ sim_tests() {
 run "go test: the simulator (its parallel runner with -race)" sim_tests
 
 MCPFLEET_TEST_SERVER=std run "go test -race: the gateway behind net/http's server (server: std)" go test -race -count=1 ./internal/gateway
+
+# The deployment checks started in the background above; the load runs
+# below measure CPU shares, so they wait for them to end.
+run "deploy/image: the container image, built offline and inspected" await_step deploy_image
+run "deploy/helm: the Helm chart, rendered and decoded strictly" await_step deploy_helm
 
 # It measures CPU shares and throughput on wall-clock time: alone, and
 # without the race detector's tenfold cost.
@@ -142,30 +195,6 @@ tracing_jaeger() {
 		go test -count=1 -run '^TestTracesInJaeger$' -v ./cmd/mcpfleet
 }
 run "tracing: a real Jaeger (built from the Go module proxy) shows client, gateway, attempt and replica in one trace" tracing_jaeger
-
-# The deployment artefacts are nested modules, so that the binary's own
-# module gains neither go-containerregistry nor Helm and the Kubernetes API.
-deploy_image() {
-	cd deploy/image
-	go vet ./...
-	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	go test -count=1 ./...
-}
-run "deploy/image: the container image, built offline and inspected" deploy_image
-
-# Its module replaces this one (it checks the chart with serve's own
-# configuration code), so a change of the root go.mod needs a tidy here too.
-deploy_helm() {
-	cd deploy/helm
-	if ! go mod tidy -diff >/dev/null; then
-		echo "deploy/helm/go.mod is out of date with the root module's: run (cd deploy/helm && go mod tidy)" >&2
-		return 1
-	fi
-	go vet ./...
-	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	go test -count=1 ./...
-}
-run "deploy/helm: the Helm chart, rendered and decoded strictly" deploy_helm
 
 # Every Fuzz function in the tree, each run on its own for a short while.
 # fuzz_one PKG FN: a failure counts when it wrote a failing input, or when it
