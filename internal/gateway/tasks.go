@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -26,14 +27,14 @@ func (g *Gateway) taskReplica(ctx context.Context, q *request, snap *upstream.Sn
 	if q.era != mcpmsg.EraStateless || !strings.HasPrefix(q.msg.Method, "tasks/") || q.msg.Name == "" {
 		return nil
 	}
-	name, ok, err := g.tasks.Lookup(ctx, q.msg.Name)
+	task, ok, err := g.tasks.Lookup(ctx, q.msg.Name)
 	if err != nil {
 		g.log.Warn("task registry unavailable: routing the task's request like any other", "error", err)
 	}
 	if !ok {
 		return nil
 	}
-	return snap.Lookup(name)
+	return snap.Lookup(task.Replica)
 }
 
 // watchesTasks reports whether a request's answer may create a task.
@@ -54,7 +55,7 @@ func (g *Gateway) noteTask(msg []byte, replica string) {
 	}
 	ctx, cancel := context.WithTimeout(g.base, g.opts.DialTimeout)
 	defer cancel()
-	if err := g.tasks.Remember(ctx, id, replica, life); err != nil {
+	if err := g.tasks.Remember(ctx, id, session.Task{Replica: replica}, life); err != nil {
 		g.log.Warn("remembering a task's replica failed", "error", err)
 	}
 }
