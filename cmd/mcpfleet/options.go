@@ -75,6 +75,10 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 	if retries == 0 {
 		retries = -1 // never
 	}
+	maxAge := time.Duration(c.SessionMaxAge)
+	if maxAge == 0 {
+		maxAge = -1 // never by age
+	}
 	return &gateway.Options{
 		MaxInflight:          maxInflight(c),
 		DefaultMaxInflight:   c.Discovery.MaxInflight,
@@ -88,6 +92,8 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		IdempotencyTTL:       time.Duration(c.IdempotencyTTL),
 		HashMinLoad:          minLoad,
 		SharedSessions:       c.Sessions == config.SessionsShared,
+		NoSessionBinding:     c.SessionBinding == config.SessionBindingNone,
+		SessionMaxAge:        maxAge,
 		KeepAlive:            keep,
 		MaxBodyBytes:         c.MaxBodyBytes,
 		MaxEventBytes:        c.MaxEventBytes,

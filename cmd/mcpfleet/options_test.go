@@ -78,6 +78,13 @@ cache:
 	if o, err := gatewayOptions(&d); err != nil || o.Keyring != nil || o.KeepAlive != 15*time.Second {
 		t.Errorf("defaults without a secret file: %+v, %v", o, err)
 	}
+	if o := baseGatewayOptions(&d); o.NoSessionBinding || o.SessionMaxAge != 24*time.Hour {
+		t.Errorf("default binding: off %v, max age %v", o.NoSessionBinding, o.SessionMaxAge)
+	}
+	d.SessionBinding, d.SessionMaxAge = config.SessionBindingNone, 0
+	if o := baseGatewayOptions(&d); !o.NoSessionBinding || o.SessionMaxAge >= 0 {
+		t.Errorf("session_binding none, session_max_age 0s: off %v, max age %v", o.NoSessionBinding, o.SessionMaxAge)
+	}
 }
 
 // TestSSEOptionsFromConfig: the 2024-11-05 transport's keys reach the

@@ -67,6 +67,13 @@ type Config struct {
 	// replica that minted it) or shared (the replicas share their
 	// sessions: each request is balanced like new work).
 	Sessions string `yaml:"sessions"`
+	// SessionBinding is identity (a session, 2024-11-05 endpoint or task
+	// is for the caller that opened it alone) or none (for anyone holding
+	// its ID); binding.go.
+	SessionBinding string `yaml:"session_binding"`
+	// SessionMaxAge ends a sealed session ID this long after its issue
+	// time; 0 never ends one by its age.
+	SessionMaxAge Duration `yaml:"session_max_age"`
 	// TrustedProxies may name the client in TrustedProxyHeader.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// TrustedProxyHeader is the header trusted proxies name the client in.
@@ -300,6 +307,8 @@ func Default() Config {
 		HashEpsilon:       balance.DefaultEpsilon,
 		HashMinLoad:       balance.DefaultMinLoad,
 		Sessions:          SessionsPinned,
+		SessionBinding:    SessionBindingIdentity,
+		SessionMaxAge:     Duration(24 * time.Hour),
 		KeepAlive:         Duration(15 * time.Second),
 		Retries:           balance.DefaultRetries,
 		MaxBodyBytes:      4 << 20,
@@ -463,6 +472,7 @@ func (c *Config) Validate() error {
 	c.validateResume(bad)
 	c.validateCache(bad)
 	c.validateAuth(bad)
+	c.validateBinding(bad)
 	for _, p := range c.PassthroughPaths {
 		if !strings.HasPrefix(p, "/") || p == "/" || p == c.Path || p == "/healthz" || p == "/readyz" || strings.ContainsAny(p, "?#") {
 			bad("passthrough_paths", "%q: want a path other than /, the MCP path, /healthz and /readyz, without query or fragment", p)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/session"
 )
 
 // request is what the gateway knows of one incoming request once classified.
@@ -23,6 +24,9 @@ type request struct {
 	key             uint64 // the caller's routing key, once keyed (routingKey)
 	keyed           bool
 	verified        *identity.Verified // the caller, when the gateway verified its token
+	// caller is who the request's caller is to the sessions, endpoints
+	// and tasks it opens or uses (binding.go); the zero Opener for nobody.
+	caller session.Opener
 
 	// target is the request target at the replica; "" means its endpoint
 	// (a 2024-11-05 message: the endpoint its sealed token names).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/streams"
@@ -31,6 +32,7 @@ type Gateway struct {
 	keys        *session.Keyring  // seals and opens legacy session IDs
 	tasks       session.TaskStore // 2026-07-28 task -> replica
 	aff         *affinity         // routing keys and rings for the hash policy
+	openers     *identity.Keyer   // digests of session openers (binding.go)
 	annotations *annotations      // which tools may run twice
 	idem        idem.Store        // idempotency records; nil: off
 	fwd         forwarder
@@ -83,7 +85,18 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		}
 		log.Warn("no session key configured: using a random one; sessions will not survive a restart and other gateway processes cannot open them")
 	}
+	if o.RoutingSalt == nil {
+		// One random salt for routing keys and openers alike.
+		o.RoutingSalt = make([]byte, 32)
+		if _, err := rand.Read(o.RoutingSalt); err != nil {
+			return nil, fmt.Errorf("making a routing salt: %w", err)
+		}
+	}
 	aff, err := newAffinity(&o)
+	if err != nil {
+		return nil, err
+	}
+	openers, err := newOpenerKeyer(o.RoutingSalt)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +110,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		standalone:    standalone,
 		endStandalone: endStandalone,
 		aff:           aff,
+		openers:       openers,
 		annotations:   newAnnotations(),
 		idem:          o.Idempotency,
 		opts:          o,
@@ -240,6 +254,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.refuseForMemory(w, r, q, rec) {
 		return
 	}
+	g.identify(r, q)
 	// 2. Route: the session's replica, or a pick for new work; a
 	// subscriptions/listen goes to every replica.
 	route, rerr := g.route(r.Context(), q)

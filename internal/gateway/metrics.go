@@ -44,6 +44,7 @@ type Metrics struct {
 	capacityWait     prometheus.Histogram
 
 	auth               *prometheus.CounterVec
+	bindingRefused     *prometheus.CounterVec
 	cache              *prometheus.CounterVec
 	cacheErrors        prometheus.Counter
 	cacheInvalidations prometheus.Counter
@@ -186,6 +187,7 @@ func newMetrics(g *Gateway) *Metrics {
 		Help: "Bearer tokens checked at the gateway (auth on), by outcome: ok, missing, invalid.",
 	}, []string{"outcome"})
 	m.reg.MustRegister(m.auth)
+	m.bindingRefused = newBindingMetrics(m.reg)
 	m.reg.MustRegister(m.cache, m.cacheErrors, m.cacheInvalidations,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_cache_bytes",

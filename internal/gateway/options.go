@@ -79,8 +79,17 @@ type Options struct {
 	Keyring *session.Keyring
 	// RoutingSalt keys the HMAC that turns caller identities into routing
 	// keys; nil means a random salt (routing then differs between gateway
-	// processes). At least 16 bytes.
+	// processes). At least 16 bytes. The key of session openers' digests
+	// is derived from it too.
 	RoutingSalt []byte
+	// NoSessionBinding turns off binding sessions, 2024-11-05 endpoints
+	// and tasks to the caller that opened them (binding.go): any caller
+	// holding an ID may then use it, as before binding existed.
+	NoSessionBinding bool
+	// SessionMaxAge ends a sealed session ID or 2024-11-05 endpoint this
+	// long after it was issued (404, -32001); 0 means 24 h, a negative
+	// value never ends one by its age.
+	SessionMaxAge time.Duration
 	// Idempotency keeps the records that make a re-issued call run once;
 	// nil means an in-memory store (one gateway process). Set NoIdempotency
 	// to turn deduplication off.
@@ -221,6 +230,7 @@ func (o *Options) withDefaults() Options {
 	def(&v.WriteTimeout, 30*time.Second)
 	def(&v.DialTimeout, 5*time.Second)
 	def(&v.ResumeRetry, time.Second)
+	def(&v.SessionMaxAge, 24*time.Hour)
 	def(&v.IdempotencyLease, 15*time.Minute)
 	def(&v.IdempotencyTTL, 24*time.Hour)
 	switch {

@@ -30,12 +30,18 @@ type target struct {
 // session goes to the replica its sealed ID names; an ID that does not open
 // (malformed, tampered with, sealed with a retired key) or names a replica
 // that has left the fleet gets 404 with -32001, so the client re-initializes
-// (2025-11-25 transports, "Session Management"). A tasks/* request goes to
-// the replica that runs its task, when the gateway knows it.
+// (2025-11-25 transports, "Session Management"), and so does one opened by
+// another caller or older than the maximum age (binding.go). A tasks/*
+// request goes to the replica that runs its task, when the gateway knows
+// it; another caller's task is unknown to the caller.
 func (g *Gateway) route(ctx context.Context, q *request) (target, *mcpmsg.Error) {
 	snap := g.fleet.Snapshot()
 	if q.sessionID == "" {
-		if rep := g.taskReplica(ctx, q, snap); rep != nil {
+		rep, terr := g.taskReplica(ctx, q, snap)
+		if terr != nil {
+			return target{}, terr
+		}
+		if rep != nil {
 			return target{pinned: rep, task: true}, nil
 		}
 		return target{snap: snap}, nil
@@ -43,6 +49,9 @@ func (g *Gateway) route(ctx context.Context, q *request) (target, *mcpmsg.Error)
 	c, err := g.keys.Open(q.sessionID)
 	if err != nil {
 		g.metrics.sessionMisses.WithLabelValues(openReason(err)).Inc()
+		return target{}, errSessionNotFound
+	}
+	if !g.checkSession(c, q) {
 		return target{}, errSessionNotFound
 	}
 	if g.opts.SharedSessions {
@@ -310,7 +319,7 @@ func (g *Gateway) learn(q *request, rep *upstream.Replica, resp *http.Response) 
 	switch {
 	case id == "":
 	case q.sessionID == "" && q.msg.HasInitialize:
-		sealed, err := g.keys.Seal(session.Claims{Replica: rep.Name(), SessionID: id, Issued: time.Now()}, rand.Reader)
+		sealed, err := g.keys.Seal(session.Claims{Replica: rep.Name(), SessionID: id, Issued: time.Now(), Opener: q.caller}, rand.Reader)
 		if err != nil {
 			g.log.Error("sealing a session id failed", "replica", rep.Name(), "error", err)
 			resp.Header.Del(mcpmsg.HeaderSessionID)

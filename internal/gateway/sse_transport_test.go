@@ -209,9 +209,18 @@ func TestSSETransportThroughTwoGateways(t *testing.T) {
 // the stream's lines and the endpoint the gateway named.
 func sseOpen(t *testing.T, base string) (<-chan string, string, func()) {
 	t.Helper()
+	return sseOpenAs(t, base, "")
+}
+
+// sseOpenAs is sseOpen with the credential authz ("" for none).
+func sseOpenAs(t *testing.T, base, authz string) (<-chan string, string, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/sse", nil)
 	req.Header.Set("Accept", "text/event-stream")
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +253,18 @@ func sseOpen(t *testing.T, base string) (<-chan string, string, func()) {
 // ssePost POSTs one JSON-RPC message to a gateway's endpoint.
 func ssePost(t *testing.T, base, endpoint, body string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(base+endpoint, "application/json", strings.NewReader(body))
+	return ssePostAs(t, base, endpoint, body, "")
+}
+
+// ssePostAs is ssePost with the credential authz ("" for none).
+func ssePostAs(t *testing.T, base, endpoint, body, authz string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

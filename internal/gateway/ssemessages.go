@@ -103,11 +103,15 @@ func messagesToken(rawQuery string) (string, *mcpmsg.Error) {
 }
 
 // openEndpoint opens a sealed endpoint and returns its replica, with the
-// replica's own endpoint as the request's target.
+// replica's own endpoint as the request's target. An endpoint opened by
+// another caller, or older than the maximum age, is not found.
 func (g *Gateway) openEndpoint(token string, q *request) (*upstream.Replica, *mcpmsg.Error) {
 	e, err := g.keys.OpenEndpoint(token)
 	if err != nil {
 		g.metrics.sessionMisses.WithLabelValues(openReason(err)).Inc()
+		return nil, errSessionNotFound
+	}
+	if !g.checkEndpoint(e, q) {
 		return nil, errSessionNotFound
 	}
 	rep := g.fleet.Snapshot().Lookup(e.Replica)

@@ -57,6 +57,7 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	q.verified = verified
+	g.identify(r, q)
 	if r.Method != method {
 		w.Header().Set("Allow", method)
 		rec.reject(w, errMethod, nil)
@@ -89,7 +90,7 @@ func (g *Gateway) serveSSEStream(w http.ResponseWriter, r *http.Request, q *requ
 	defer rep.Release()
 	resp.Header.Del(mcpmsg.HeaderSessionID) // no replica's own ID reaches the client
 	if isEventStream(resp.Header.Get("Content-Type")) {
-		resp.Body = &endpointRewriter{g: g, r: r, rep: rep, body: resp.Body, rd: sse.NewReader(resp.Body, g.opts.MaxEventBytes)}
+		resp.Body = &endpointRewriter{g: g, r: r, rep: rep, opener: q.caller, body: resp.Body, rd: sse.NewReader(resp.Body, g.opts.MaxEventBytes)}
 	}
 	defer resp.Body.Close()
 	g.relay(w, r, q, resp, rec)
@@ -102,13 +103,15 @@ func (g *Gateway) serveSSEStream(w http.ResponseWriter, r *http.Request, q *requ
 // dispatches no unfinished event anyway (WHATWG HTML, "Event stream
 // interpretation").
 type endpointRewriter struct {
-	g    *Gateway
-	r    *http.Request
-	rep  *upstream.Replica
-	body io.Closer // the replica's
-	rd   *sse.Reader
-	out  []byte // what is left of the current event
-	err  error  // the error that ended the stream, once it has ended
+	g   *Gateway
+	r   *http.Request
+	rep *upstream.Replica
+	// opener is who opened the stream: its endpoints are sealed for it.
+	opener session.Opener
+	body   io.Closer // the replica's
+	rd     *sse.Reader
+	out    []byte // what is left of the current event
+	err    error  // the error that ended the stream, once it has ended
 }
 
 func (e *endpointRewriter) Read(p []byte) (int, error) {
@@ -122,7 +125,7 @@ func (e *endpointRewriter) Read(p []byte) (int, error) {
 			continue
 		}
 		if bytes.Contains(block, []byte("endpoint")) && sse.Parse(block).Type == "endpoint" {
-			if block, err = e.g.rewriteEndpoint(block, e.rep, e.r); err != nil {
+			if block, err = e.g.rewriteEndpoint(block, e.rep, e.r, e.opener); err != nil {
 				// Not the endpoint: it holds the replica's session ID.
 				e.g.log.Warn("refusing a 2024-11-05 endpoint event", "replica", e.rep.Name(), "reason", err.Error())
 				e.err = err
@@ -145,13 +148,14 @@ var (
 
 // rewriteEndpoint turns a replica's endpoint event into the gateway's: the
 // data names the gateway's messages path, its sessionId the sealed replica
-// name and endpoint; every other line stays as the replica wrote it.
-func (g *Gateway) rewriteEndpoint(block []byte, rep *upstream.Replica, r *http.Request) ([]byte, error) {
+// name and endpoint, bound to opener; every other line stays as the
+// replica wrote it.
+func (g *Gateway) rewriteEndpoint(block []byte, rep *upstream.Replica, r *http.Request, opener session.Opener) ([]byte, error) {
 	target, err := endpointTarget(string(sse.Parse(block).Data), rep.SSEURL(), r.Host)
 	if err != nil {
 		return nil, err
 	}
-	token, err := g.keys.SealEndpoint(session.Endpoint{Replica: rep.Name(), Target: target, Issued: time.Now()}, rand.Reader)
+	token, err := g.keys.SealEndpoint(session.Endpoint{Replica: rep.Name(), Target: target, Issued: time.Now(), Opener: opener}, rand.Reader)
 	if err != nil {
 		return nil, errEndpointSeal
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -21,19 +22,24 @@ const defaultTaskTTL = time.Hour
 
 // taskReplica returns the replica of a tasks/* request's task, or nil. A
 // registry that cannot answer leaves the request to be routed like any
-// other: the replica that does not know the task says so.
-func (g *Gateway) taskReplica(ctx context.Context, q *request, snap *upstream.Snapshot) *upstream.Replica {
+// other: the replica that does not know the task says so. Another
+// caller's task is answered here as unknown (binding.go), and reaches no
+// replica.
+func (g *Gateway) taskReplica(ctx context.Context, q *request, snap *upstream.Snapshot) (*upstream.Replica, *mcpmsg.Error) {
 	if q.era != mcpmsg.EraStateless || !strings.HasPrefix(q.msg.Method, "tasks/") || q.msg.Name == "" {
-		return nil
+		return nil, nil
 	}
-	name, ok, err := g.tasks.Lookup(ctx, q.msg.Name)
+	task, ok, err := g.tasks.Lookup(ctx, q.msg.Name)
 	if err != nil {
 		g.log.Warn("task registry unavailable: routing the task's request like any other", "error", err)
 	}
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	return snap.Lookup(name)
+	if !g.checkTask(task, q) {
+		return nil, errUnknownTask
+	}
+	return snap.Lookup(task.Replica), nil
 }
 
 // watchesTasks reports whether a request's answer may create a task.
@@ -41,9 +47,10 @@ func watchesTasks(q *request) bool {
 	return q.era == mcpmsg.EraStateless && q.msg.Method == "tools/call"
 }
 
-// noteTask records the task an answer creates, if it creates one. msg is one
-// JSON-RPC message from the replica (a JSON body or an SSE event's data).
-func (g *Gateway) noteTask(msg []byte, replica string) {
+// noteTask records the task an answer creates, if it creates one, with its
+// opener. msg is one JSON-RPC message from the replica (a JSON body or an
+// SSE event's data).
+func (g *Gateway) noteTask(msg []byte, replica string, opener session.Opener) {
 	id, ttl, ok := mcpmsg.ParseTaskResult(msg)
 	if !ok {
 		return
@@ -54,7 +61,7 @@ func (g *Gateway) noteTask(msg []byte, replica string) {
 	}
 	ctx, cancel := context.WithTimeout(g.base, g.opts.DialTimeout)
 	defer cancel()
-	if err := g.tasks.Remember(ctx, id, replica, life); err != nil {
+	if err := g.tasks.Remember(ctx, id, session.Task{Replica: replica, Opener: opener}, life); err != nil {
 		g.log.Warn("remembering a task's replica failed", "error", err)
 	}
 }
@@ -73,7 +80,7 @@ func (g *Gateway) noteAnswer(q *request, msg []byte, rec *record) {
 	replica := rec.replica
 	switch {
 	case watchesTasks(q):
-		g.noteTask(msg, replica)
+		g.noteTask(msg, replica, q.caller)
 	case watchesTools(q):
 		g.annotations.learn(msg)
 	}

@@ -23,13 +23,16 @@ type Endpoint struct {
 	Replica string    // the replica's name (or address, for a discovered one)
 	Target  string    // the replica's message endpoint: path and query, e.g. /messages?sessionId=...
 	Issued  time.Time // when the gateway sealed it (second precision)
+	// Opener is who opened the stream the endpoint belongs to; the zero
+	// Opener for nobody.
+	Opener Opener
 }
 
 // SealEndpoint returns the sealed token for e, on the terms of Seal: rnd
 // supplies the nonce, the replica name is 1 to 255 bytes, and name and
 // target together at most MaxClaimBytes.
 func (k *Keyring) SealEndpoint(e Endpoint, rnd io.Reader) (string, error) {
-	return k.seal(endpointVersion, Claims{Replica: e.Replica, SessionID: e.Target, Issued: e.Issued}, rnd)
+	return k.seal(endpointVersion, Claims{Replica: e.Replica, SessionID: e.Target, Issued: e.Issued, Opener: e.Opener}, rnd)
 }
 
 // OpenEndpoint checks and decrypts a sealed endpoint. It refuses what Open
@@ -39,5 +42,5 @@ func (k *Keyring) OpenEndpoint(token string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	return Endpoint{Replica: c.Replica, Target: c.SessionID, Issued: c.Issued}, nil
+	return Endpoint{Replica: c.Replica, Target: c.SessionID, Issued: c.Issued, Opener: c.Opener}, nil
 }

@@ -20,20 +20,30 @@ import (
 //
 // Layout, then base64url without padding:
 //
-//	version (1) | key id (1) | nonce (12) | seal(issued unix s (8) | len(replica) (1) | replica | session ID)
+//	version (1) | key id (1) | nonce (12) | seal(issued unix s (8) | opener (0 or 8) | len(replica) (1) | replica | session ID)
 //
 // version and key id are authenticated as additional data. The result is
 // visible ASCII, as Mcp-Session-Id requires (2025-11-25 transports).
+//
+// The opener (binding.go) is there only when the version carries
+// boundFlag: an ID sealed for an opener has version 0x81, one sealed for
+// nobody keeps version 1, byte for byte what gateways sealed before
+// openers existed, so that those IDs still open (bound to nobody) and an
+// earlier gateway still opens what a later one seals for nobody.
 
 const (
 	sealVersion = 1
-	headerLen   = 2
-	nonceLen    = 12
+	// boundFlag, in the version byte, says the plaintext holds an opener's
+	// digest after the issue time. It applies to every kind of token.
+	boundFlag = 0x80
+	headerLen = 2
+	nonceLen  = 12
 	// MaxTokenLen bounds what Open will look at; longer IDs are malformed.
 	MaxTokenLen = 1024
 	// MaxClaimBytes bounds the replica name plus the replica's session ID
-	// that Seal accepts, so that every sealed ID opens within MaxTokenLen.
-	MaxClaimBytes = MaxTokenLen/4*3 - headerLen - nonceLen - 16 - 9
+	// that Seal accepts, so that every sealed ID, its opener's digest
+	// with it, opens within MaxTokenLen.
+	MaxClaimBytes = MaxTokenLen/4*3 - headerLen - nonceLen - 16 - 9 - OpenerLen
 )
 
 // Errors from Open, one per reason a session ID is refused; each is answered
@@ -100,6 +110,8 @@ type Claims struct {
 	Replica   string    // the replica's name (or address, for a discovered one)
 	SessionID string    // the replica's own Mcp-Session-Id
 	Issued    time.Time // when the gateway sealed it (second precision)
+	// Opener is who opened the session; the zero Opener for nobody.
+	Opener Opener
 }
 
 // Seal returns the sealed session ID for c. rnd supplies the nonce
@@ -119,8 +131,12 @@ func (k *Keyring) seal(version byte, c Claims, rnd io.Reader) (string, error) {
 		return "", fmt.Errorf("sealing session id: replica name and session id of %d bytes, limit %d", len(c.Replica)+len(c.SessionID), MaxClaimBytes)
 	}
 	aead := k.aeads[k.current]
-	plain := make([]byte, 0, 9+len(c.Replica)+len(c.SessionID))
+	if c.Opener.bound {
+		version |= boundFlag
+	}
+	plain := make([]byte, 0, 9+OpenerLen+len(c.Replica)+len(c.SessionID))
 	plain = binary.BigEndian.AppendUint64(plain, uint64(c.Issued.Unix()))
+	plain = c.Opener.appendTo(plain)
 	plain = append(plain, byte(len(c.Replica)))
 	plain = append(plain, c.Replica...)
 	plain = append(plain, c.SessionID...)
@@ -144,12 +160,14 @@ func (k *Keyring) additional(header []byte) []byte {
 
 // Open checks and decrypts a sealed session ID. It refuses anything it did
 // not seal: malformed input, a key id not in the ring (or retired), and any
-// change to a single bit.
+// change to a single bit. Whether the caller may use the session is
+// Claims.Check's to say.
 func (k *Keyring) Open(token string) (Claims, error) {
 	return k.open(sealVersion, token)
 }
 
-// open opens a token of the given version; any other version is malformed.
+// open opens a token of the given version, bound to an opener or not; any
+// other version is malformed.
 func (k *Keyring) open(version byte, token string) (Claims, error) {
 	var buf [MaxTokenLen]byte
 	if len(token) > MaxTokenLen || base64.RawURLEncoding.DecodedLen(len(token)) > len(buf) || !base64URL(token) {
@@ -158,7 +176,7 @@ func (k *Keyring) open(version byte, token string) (Claims, error) {
 	// One spelling only: Strict refuses the non-zero unused bits that would
 	// let a second spelling of a real ID open (and, say, DELETE its session).
 	n, err := base64.RawURLEncoding.Strict().Decode(buf[:], []byte(token))
-	if err != nil || n < headerLen+nonceLen+16+9 || buf[0] != version {
+	if err != nil || n < headerLen+nonceLen+16+9 || buf[0]&^boundFlag != version {
 		return Claims{}, ErrMalformed
 	}
 	raw := buf[:n]
@@ -171,15 +189,20 @@ func (k *Keyring) open(version byte, token string) (Claims, error) {
 	if err != nil {
 		return Claims{}, ErrTampered
 	}
-	nameLen := int(plain[8])
-	if nameLen == 0 || len(plain) < 9+nameLen {
+	c := Claims{Issued: time.Unix(int64(binary.BigEndian.Uint64(plain)), 0)}
+	rest := plain[8:]
+	if raw[0]&boundFlag != 0 {
+		if len(rest) < OpenerLen+1 {
+			return Claims{}, ErrMalformed // authentic, so only a bug of ours could make this
+		}
+		c.Opener, rest = OpenerOf([OpenerLen]byte(rest[:OpenerLen])), rest[OpenerLen:]
+	}
+	nameLen := int(rest[0])
+	if nameLen == 0 || len(rest) < 1+nameLen {
 		return Claims{}, ErrMalformed // authentic, so only a bug of ours could make this
 	}
-	return Claims{
-		Issued:    time.Unix(int64(binary.BigEndian.Uint64(plain)), 0),
-		Replica:   string(plain[9 : 9+nameLen]),
-		SessionID: string(plain[9+nameLen:]),
-	}, nil
+	c.Replica, c.SessionID = string(rest[1:1+nameLen]), string(rest[1+nameLen:])
+	return c, nil
 }
 
 // base64URL reports whether s uses only the unpadded base64url alphabet

@@ -123,14 +123,17 @@ func FuzzOpen(f *testing.F) {
 	k := mustRing(f, testKey(1, 1))
 	good, _ := k.Seal(Claims{Replica: "a", SessionID: "s", Issued: time.Unix(5, 0)}, rand.Reader)
 	ep, _ := k.SealEndpoint(Endpoint{Replica: "a", Target: "/m?s", Issued: time.Unix(5, 0)}, rand.Reader)
+	bc := Claims{Replica: "a", SessionID: "s", Issued: time.Unix(5, 0), Opener: OpenerOf([OpenerLen]byte{1})}
+	bound, _ := k.Seal(bc, rand.Reader)
 	f.Add(good)
 	f.Add(ep)
+	f.Add(bound)
 	f.Add("")
 	f.Add("AQE")
 	f.Add(strings.Repeat("_", 200))
 	f.Fuzz(func(t *testing.T, token string) {
 		c, err := k.Open(token)
-		checkOpened(t, err, token == good || c == Claims{Replica: "a", SessionID: "s", Issued: time.Unix(5, 0)})
+		checkOpened(t, err, token == good || token == bound || c == Claims{Replica: "a", SessionID: "s", Issued: time.Unix(5, 0)} || c == bc)
 		e, err := k.OpenEndpoint(token)
 		checkOpened(t, err, token == ep || e == Endpoint{Replica: "a", Target: "/m?s", Issued: time.Unix(5, 0)})
 	})

@@ -11,24 +11,25 @@ import (
 // gateway process and across restarts. One contract (package tasktest) covers both.
 // Implementations are safe for concurrent use.
 type TaskStore interface {
-	// Remember records that replica runs task id for ttl (> 0).
-	Remember(ctx context.Context, id, replica string, ttl time.Duration) error
-	// Lookup returns the replica of task id, and false when the task is
+	// Remember records task t (its replica and opener) under id for ttl
+	// (> 0).
+	Remember(ctx context.Context, id string, t Task, ttl time.Duration) error
+	// Lookup returns task id as remembered, and false when the task is
 	// unknown or its time is up.
-	Lookup(ctx context.Context, id string) (replica string, ok bool, err error)
+	Lookup(ctx context.Context, id string) (t Task, ok bool, err error)
 }
 
 var _ TaskStore = (*Tasks)(nil)
 
 // Remember implements TaskStore on the real clock.
-func (t *Tasks) Remember(_ context.Context, id, replica string, ttl time.Duration) error {
+func (t *Tasks) Remember(_ context.Context, id string, task Task, ttl time.Duration) error {
 	now := time.Now()
-	t.Put(id, replica, now, now.Add(ttl))
+	t.Put(id, task, now, now.Add(ttl))
 	return nil
 }
 
 // Lookup implements TaskStore on the real clock.
-func (t *Tasks) Lookup(_ context.Context, id string) (string, bool, error) {
+func (t *Tasks) Lookup(_ context.Context, id string) (Task, bool, error) {
 	r, ok := t.Get(id, time.Now())
 	return r, ok, nil
 }

@@ -18,8 +18,16 @@ type Tasks struct {
 	m  map[string]taskEntry
 }
 
+// Task is what the registry keeps of one task: the replica that runs it,
+// and who created it (the zero Opener for nobody), whom alone its tasks/*
+// requests are for.
+type Task struct {
+	Replica string
+	Opener  Opener
+}
+
 type taskEntry struct {
-	replica string
+	task    Task
 	expires time.Time
 }
 
@@ -31,11 +39,11 @@ func NewTasks(max int) *Tasks {
 	return &Tasks{max: max, m: make(map[string]taskEntry)}
 }
 
-// Put records that replica runs task id until expires. When the registry is
+// Put records task t under id until expires. When the registry is
 // full it first forgets expired tasks, then, if it must, an arbitrary one:
 // a forgotten task's requests are routed like any request, and the replica
 // that does not know it says so.
-func (t *Tasks) Put(id, replica string, now, expires time.Time) {
+func (t *Tasks) Put(id string, task Task, now, expires time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.m[id]; !ok && len(t.m) >= t.max {
@@ -47,22 +55,22 @@ func (t *Tasks) Put(id, replica string, now, expires time.Time) {
 			delete(t.m, k)
 		}
 	}
-	t.m[id] = taskEntry{replica: replica, expires: expires}
+	t.m[id] = taskEntry{task: task, expires: expires}
 }
 
-// Get returns the replica of task id, if known and not expired at now.
-func (t *Tasks) Get(id string, now time.Time) (string, bool) {
+// Get returns task id, if known and not expired at now.
+func (t *Tasks) Get(id string, now time.Time) (Task, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.m[id]
 	if !ok {
-		return "", false
+		return Task{}, false
 	}
 	if now.After(e.expires) {
 		delete(t.m, id)
-		return "", false
+		return Task{}, false
 	}
-	return e.replica, true
+	return e.task, true
 }
 
 // Len returns the number of tasks remembered.

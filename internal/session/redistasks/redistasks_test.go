@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/session"
 	"github.com/mcpfleet/mcpfleet/internal/session/tasktest"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
@@ -58,7 +59,36 @@ func TestUnavailable(t *testing.T) {
 	if _, _, err := s.Lookup(context.Background(), "t"); err == nil {
 		t.Fatal("Lookup against no server succeeded")
 	}
-	if err := s.Remember(context.Background(), "t", "a", time.Second); err == nil {
+	if err := s.Remember(context.Background(), "t", session.Task{Replica: "a"}, time.Second); err == nil {
 		t.Fatal("Remember against no server succeeded")
+	}
+}
+
+// TestRecordsOfEarlierGateways: a record written before openers were kept
+// (the replica's name alone) is a task nobody opened; one a caller opened
+// shows no opener digest in the clear beside the name, and no record of a
+// kind this store never writes passes for a task.
+func TestRecordsOfEarlierGateways(t *testing.T) {
+	client, err := store.NewRedisClient("redis://" + redistest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	s := New(client, "old:")
+	if err := client.Set(ctx, s.key("t"), "replica-a", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := s.Lookup(ctx, "t"); !ok || err != nil || got != (session.Task{Replica: "replica-a"}) {
+		t.Fatalf("an earlier record: %+v, %v, %v", got, ok, err)
+	}
+	if err := client.Set(ctx, s.key("cut"), "\x00abc", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Lookup(ctx, "cut"); ok || err == nil {
+		t.Fatalf("a cut record: ok %v, err %v; want an error", ok, err)
+	}
+	if err := s.Remember(ctx, "n", session.Task{Replica: "\x00a"}, time.Minute); err == nil {
+		t.Fatal("a replica name that reads as a record's mark was stored")
 	}
 }

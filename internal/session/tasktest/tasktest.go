@@ -11,37 +11,52 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/session"
 )
 
-// Contract checks s: unknown tasks, odd IDs, re-remembering, expiry, and,
-// when refusesZeroTTL, that a zero ttl is refused.
+// Contract checks s: unknown tasks, odd IDs, openers kept apart,
+// re-remembering, expiry, and, when refusesZeroTTL, that a zero ttl is
+// refused.
 func Contract(t *testing.T, s session.TaskStore, refusesZeroTTL bool) {
 	t.Helper()
 	ctx := context.Background()
 	if _, ok, err := s.Lookup(ctx, "nope"); ok || err != nil {
 		t.Fatalf("unknown task: ok %v, err %v", ok, err)
 	}
+	alice := session.OpenerOf([session.OpenerLen]byte{0, 'a', 0xff, 3, 4, 5, 6, 7})
+	bob := session.OpenerOf([session.OpenerLen]byte{0, 'b', 0xff, 3, 4, 5, 6, 7})
 	odd := strings.Repeat("x", 300) + "\x00{}*"
-	for id, rep := range map[string]string{"t1": "a", odd: "b"} {
-		if err := s.Remember(ctx, id, rep, time.Minute); err != nil {
+	tasks := map[string]session.Task{
+		"t1":     {Replica: "a"},
+		odd:      {Replica: "b:8080"},
+		"alice":  {Replica: "10.0.0.1:9000", Opener: alice},
+		"bob":    {Replica: "c", Opener: bob},
+		"nobody": {Replica: "\x01odd name"},
+	}
+	for id, task := range tasks {
+		if err := s.Remember(ctx, id, task, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if got, ok, err := s.Lookup(ctx, id); !ok || err != nil || got != rep {
-			t.Fatalf("Lookup(%.8q) = %q, %v, %v; want %q", id, got, ok, err, rep)
+	}
+	for id, want := range tasks {
+		if got, ok, err := s.Lookup(ctx, id); !ok || err != nil || got != want {
+			t.Fatalf("Lookup(%.8q) = %+v, %v, %v; want %+v", id, got, ok, err, want)
 		}
 	}
-	if err := s.Remember(ctx, "t1", "c", time.Minute); err != nil {
+	if got, _, _ := s.Lookup(ctx, "alice"); got.Opener.Admits(bob) || !got.Opener.Admits(alice) {
+		t.Fatal("alice's task admits bob, or not alice")
+	}
+	if err := s.Remember(ctx, "t1", session.Task{Replica: "c", Opener: bob}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := s.Lookup(ctx, "t1"); got != "c" {
-		t.Fatalf("a task remembered again: %q, want the new replica c", got)
+	if got, _, _ := s.Lookup(ctx, "t1"); got != (session.Task{Replica: "c", Opener: bob}) {
+		t.Fatalf("a task remembered again: %+v, want the new replica c and opener", got)
 	}
-	if err := s.Remember(ctx, "short", "a", 150*time.Millisecond); err != nil {
+	if err := s.Remember(ctx, "short", session.Task{Replica: "a"}, 150*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if _, ok, _ := s.Lookup(ctx, "short"); ok {
 		t.Fatal("a task past its ttl is still routed")
 	}
-	if err := s.Remember(ctx, "t2", "a", 0); err == nil && refusesZeroTTL {
+	if err := s.Remember(ctx, "t2", session.Task{Replica: "a"}, 0); err == nil && refusesZeroTTL {
 		t.Fatal("a zero ttl was accepted")
 	}
 }
