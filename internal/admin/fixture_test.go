@@ -40,6 +40,9 @@ func (f *fixture) Fleet(now time.Time) Fleet {
 	down := Replica{Name: "replica-b", URL: "http://10.0.0.12:8080/mcp", State: StateDown, Health: StateDown,
 		Requests: 98110, Errors: 517 + n, Retries: 212, LatencyP50: 2.1, LatencyP99: 4249.5,
 		Checks: checks("fail", `Get "http://10.0.0.12:8080/health": dial tcp 10.0.0.12:8080: connect: connection refused`)}
+	// Refused three times, after two timeouts, after a check that passed.
+	down.Checks[3].Reason, down.Checks[4].Reason = "timeout after 1s", "timeout after 1s"
+	down.Checks[5].Result, down.Checks[5].Reason = "ok", "status 200"
 	for i := range 4 {
 		down.RecentErrors = append(down.RecentErrors, Failure{At: now.Add(-time.Duration(i) * time.Second), Outcome: "connect_failed", Method: "tools/call"})
 	}
