@@ -65,64 +65,36 @@ const layoutProblems = `(() => {
 // TestPageInChromium loads the page the handler serves over the fixture
 // fleet in headless Chromium, at 1,280 and 1,920 px wide: every value
 // under its own header, nothing wider than the window, the actions in
-// it; narrower, the less important columns fold and nothing overflows
-// either. A replica's row opens its detail: its last checks with their
-// reasons, its recent errors, its tools' digest, and its standard error
-// only for the replica that has one.
+// it; narrower (1,024 and 820 px), the less important columns fold and
+// nothing overflows either. A replica's row opens its detail, and Drain
+// turns a row draining by hand.
 func TestPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}
-	srv := serve(t, newFixture(), &Options{Tools: fixtureTools})
-	b := testproc.StartBrowser(t, 1280, 900, 90*time.Second)
-	ctx := b.Ctx
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	// redrawn waits for two more polls, so that what a step changed is drawn.
-	redrawn := func(what string) {
-		t.Helper()
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.fleetPolls`))
-		if err == nil {
-			_, err = chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`window.fleetPolls >= %d`, n+2), chromedp.WithPollingTimeout(10*time.Second)))
-		}
-		if err != nil {
-			t.Fatalf("waiting for the page to redraw after %s: %v", what, err)
-		}
-	}
-	do("loading the page", chromedp.Navigate(srv.URL+"/"))
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.fleetPolls >= 3`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
-		t.Fatalf("three polls of /api/fleet: %v", err)
-	}
-
+	p := openPage(t)
 	for _, w := range []int64{1280, 1920, 1024, 820} {
-		do(fmt.Sprintf("a window %d px wide", w), chromedp.EmulateViewport(w, 900))
-		redrawn("resizing")
-		problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](layoutProblems))
-		if err != nil {
-			t.Fatalf("%d px: %v", w, err)
-		}
-		for _, p := range problems {
-			t.Errorf("%d px: %s", w, p)
-		}
-		saveShot(t, ctx, fmt.Sprintf("admin-%d.png", w))
+		p.do(fmt.Sprintf("a window %d px wide", w), chromedp.EmulateViewport(w, 900))
+		p.redrawn("resizing")
+		p.layout(fmt.Sprintf("%d px", w))
+		saveShot(t, p.b.Ctx, fmt.Sprintf("admin-%d.png", w))
 	}
+	p.do("back to 1,280 px", chromedp.EmulateViewport(1280, 900))
+	checkDetails(t, p)
+	checkDrain(t, p)
+	for _, e := range p.b.ConsoleErrors() {
+		t.Errorf("browser console: %s", e)
+	}
+}
 
-	do("back to 1,280 px", chromedp.EmulateViewport(1280, 900))
-	do("opening replica-b", chromedp.Click(`tr.replica[data-replica="replica-b"] td.name`))
-	redrawn("opening replica-b")
-	detail := func(name string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector('tr.detail[data-replica=%q]') || {}).innerText || ""`, name)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	got := detail("replica-b")
+// checkDetails opens two replicas' details: their last checks with their
+// reasons (in runs), recent errors, tools' digest, and a standard error
+// block only for the replica that has one; Enter on a row closes it.
+func checkDetails(t *testing.T, p *pageDriver) {
+	t.Helper()
+	p.do("opening replica-b", chromedp.Click(`tr.replica[data-replica="replica-b"] td.name`))
+	p.redrawn("opening replica-b")
+	got := p.detail("replica-b")
 	for _, want := range []string{"connection refused (3 checks since", "timeout after 1s (2 checks since", "ok status 200", "connect_failed", "502", "upstream_cut", "not listed: connect failed"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("replica-b's detail lacks %q:\n%s", want, got)
@@ -131,44 +103,107 @@ func TestPageInChromium(t *testing.T) {
 	if strings.Contains(got, "stderr") {
 		t.Errorf("replica-b's detail has a stderr block, and no standard error:\n%s", got)
 	}
-	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr.detail[data-replica="replica-b"] .checks li').length`)); n != 3 {
-		t.Errorf("replica-b's detail lists %d lines of checks, want the fixture's 6 checks in 3 runs", n)
+	if n := p.text(`document.querySelectorAll('tr.detail[data-replica="replica-b"] .checks li').length`); n != "3" {
+		t.Errorf("replica-b's detail lists %s lines of checks, want the fixture's 6 checks in 3 runs", n)
 	}
-	do("opening github-stdio", chromedp.Click(`tr.replica[data-replica="github-stdio"] td.name`))
-	redrawn("opening github-stdio")
-	got = detail("github-stdio")
+	p.do("opening github-stdio", chromedp.Click(`tr.replica[data-replica="github-stdio"] td.name`))
+	p.redrawn("opening github-stdio")
+	got = p.detail("github-stdio")
 	for _, want := range []string{"stderr", "GitHub MCP Server running on stdio", "sha256:9e77d2a1", "create_issue", "added"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("github-stdio's detail lacks %q:\n%s", want, got)
 		}
 	}
-	if detail("replica-b") == "" {
+	if p.detail("replica-b") == "" {
 		t.Error("opening a second replica closed the first")
 	}
-	problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](layoutProblems))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("with two details open: %s", p)
-	}
-	saveShot(t, ctx, "admin-detail.png")
-	do("closing replica-b by keyboard", chromedp.Focus(`tr.replica[data-replica="replica-b"]`), chromedp.KeyEvent("\r"))
-	redrawn("closing replica-b")
-	if got := detail("replica-b"); got != "" {
+	p.layout("with two details open")
+	saveShot(t, p.b.Ctx, "admin-detail.png")
+	p.do("closing replica-b by keyboard", chromedp.Focus(`tr.replica[data-replica="replica-b"]`), chromedp.KeyEvent("\r"))
+	p.redrawn("closing replica-b")
+	if got := p.detail("replica-b"); got != "" {
 		t.Errorf("Enter on an open row left its detail open:\n%s", got)
 	}
+}
 
-	do("draining replica-a", chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
+// checkDrain clicks replica-a's Drain: the row reads draining by hand,
+// its button is Resume, and the click opened no detail.
+func checkDrain(t *testing.T, p *pageDriver) {
+	t.Helper()
+	p.do("draining replica-a", chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
 		chromedp.Click(`tr.replica[data-replica="replica-a"] button.drain`))
-	redrawn("draining replica-a")
-	st, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('tr.replica[data-replica="replica-a"] td.state').innerText + "|" + document.querySelector('tr.replica[data-replica="replica-a"] button').className + "|" + !!document.querySelector('tr.detail[data-replica="replica-a"]')`))
-	if err != nil || st != "draining\nby hand|resume|false" && st != "draining by hand|resume|false" {
-		t.Errorf("after Drain, replica-a reads %q (%v); want draining by hand, a Resume button, no detail opened by the click", st, err)
+	p.redrawn("draining replica-a")
+	const row = `document.querySelector('tr.replica[data-replica="replica-a"]')`
+	st := p.text(row + `.querySelector("td.state").innerText.replace(/\s+/g, " ") + "|" + ` + row + `.querySelector("button").className + "|" + !!document.querySelector('tr.detail[data-replica="replica-a"]')`)
+	if st != "draining by hand|resume|false" {
+		t.Errorf("after Drain, replica-a reads %q; want draining by hand, a Resume button, no detail opened by the click", st)
 	}
-	for _, e := range b.ConsoleErrors() {
-		t.Errorf("browser console: %s", e)
+}
+
+// pageDriver is the fleet page of the fixture in a headless Chromium.
+type pageDriver struct {
+	t *testing.T
+	b *testproc.Browser
+}
+
+// openPage serves the fixture with its tools and loads the page in a
+// browser 1,280 px wide, once it has polled three times.
+func openPage(t *testing.T) *pageDriver {
+	t.Helper()
+	srv := serve(t, newFixture(), &Options{Tools: fixtureTools})
+	p := &pageDriver{t: t, b: testproc.StartBrowser(t, 1280, 900, 90*time.Second)}
+	p.do("loading the page", chromedp.Navigate(srv.URL+"/"))
+	if _, err := chromedp.Run(p.b.Ctx, chromedp.Poll[bool](`window.fleetPolls >= 3`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("three polls of /api/fleet: %v", err)
 	}
+	return p
+}
+
+func (p *pageDriver) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.b.Ctx, steps...); err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// redrawn waits for two more polls, so that what a step changed is drawn.
+func (p *pageDriver) redrawn(what string) {
+	p.t.Helper()
+	n, err := chromedp.Run(p.b.Ctx, chromedp.Evaluate[int](`window.fleetPolls`))
+	if err == nil {
+		_, err = chromedp.Run(p.b.Ctx, chromedp.Poll[bool](fmt.Sprintf(`window.fleetPolls >= %d`, n+2), chromedp.WithPollingTimeout(10*time.Second)))
+	}
+	if err != nil {
+		p.t.Fatalf("waiting for the page to redraw after %s: %v", what, err)
+	}
+}
+
+// layout fails the test with every problem layoutProblems finds now.
+func (p *pageDriver) layout(when string) {
+	p.t.Helper()
+	problems, err := chromedp.Run(p.b.Ctx, chromedp.Evaluate[[]string](layoutProblems))
+	if err != nil {
+		p.t.Fatalf("%s: %v", when, err)
+	}
+	for _, s := range problems {
+		p.t.Errorf("%s: %s", when, s)
+	}
+}
+
+// text evaluates a page expression as a string.
+func (p *pageDriver) text(expr string) string {
+	p.t.Helper()
+	s, err := chromedp.Run(p.b.Ctx, chromedp.Evaluate[string](`String(`+expr+`)`))
+	if err != nil {
+		p.t.Fatalf("%s: %v", expr, err)
+	}
+	return s
+}
+
+// detail is the text of the replica's open detail; "" when it is closed.
+func (p *pageDriver) detail(name string) string {
+	p.t.Helper()
+	return p.text(fmt.Sprintf(`(document.querySelector('tr.detail[data-replica=%q]') || {}).innerText || ""`, name))
 }
 
 // saveShot keeps a full-page screenshot in the test's temporary
