@@ -119,6 +119,18 @@ func checkDetails(t *testing.T, p *pageDriver) {
 	}
 	p.layout("with two details open")
 	saveShot(t, p.b.Ctx, "admin-detail.png")
+	// While text in the table is selected, it stays as it is, to be copied.
+	p.do("selecting replica-b's checks", chromedp.Evaluate[chromedp.Void](`getSelection().selectAllChildren(document.querySelector('tr.detail[data-replica="replica-b"] .checks'))`))
+	before := p.text(`document.getElementById("rows").innerHTML`)
+	p.redrawn("selecting")
+	if p.text(`document.getElementById("rows").innerHTML`) != before {
+		t.Error("the table was redrawn under a selection")
+	}
+	p.do("clearing the selection", chromedp.Evaluate[chromedp.Void](`getSelection().removeAllRanges()`))
+	p.redrawn("clearing the selection")
+	if p.text(`document.getElementById("rows").innerHTML`) == before {
+		t.Error("the table is not redrawn once the selection is gone (the fixture's counts grow with every poll)")
+	}
 	p.do("closing replica-b by keyboard", chromedp.Focus(`tr.replica[data-replica="replica-b"]`), chromedp.KeyEvent("\r"))
 	p.redrawn("closing replica-b")
 	if got := p.detail("replica-b"); got != "" {
