@@ -141,7 +141,7 @@ func TestAdminPageInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes and a browser")
 	}
-	exe := testproc.FindBinary(t, "chromium", "chromium", "MCPFLEET_REQUIRE_CHROMIUM")
+	browser := testproc.StartBrowser(t, 1280, 520, 90*time.Second)
 	f := startAdminFleet(t, 1)
 	gw, adm := f.gateways[0], f.admins[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -171,13 +171,7 @@ func TestAdminPageInABrowser(t *testing.T) {
 		}
 	})
 
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.Flag("no-sandbox", true), chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1400, 520))
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	bctx := browser.Ctx
 	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(bctx, actions...); err != nil {
@@ -231,9 +225,13 @@ func TestAdminPageInABrowser(t *testing.T) {
 	stopped := map[string]string{"a": "b", "b": "c", "c": "a"}[home]
 	f.stops[stopped]()
 	waitFor(stopped+" down", state(stopped)+` === "down"`, 10*time.Second)
-	if r := replicaNamed(t, f.fleetView(t, adm), stopped); r.State != admin.StateDown || r.LastCheck == nil || r.LastCheck.Result != "fail" {
+	if r := replicaNamed(t, f.fleetView(t, adm), stopped); r.State != admin.StateDown || r.LastCheck == nil || r.LastCheck.Result != "fail" ||
+		len(r.Checks) < 2 || r.Checks[0] != *r.LastCheck {
 		t.Fatalf("/api/fleet for the stopped replica: %+v", r)
 	}
+	// Its row opens its detail, with the failed checks and their reasons.
+	run("opening "+stopped, chromedp.Click(fmt.Sprintf(`tr.replica[data-replica=%q] td.name`, stopped)))
+	waitFor(stopped+"'s detail", fmt.Sprintf(`[...document.querySelectorAll('tr.detail[data-replica=%q] .checks li')].some(li => li.textContent.includes("fail"))`, stopped), 5*time.Second)
 
 	run("draining "+home, chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
 		chromedp.Click(fmt.Sprintf(`tr[data-replica=%q] button.drain`, home)))
@@ -276,6 +274,9 @@ func TestAdminPageInABrowser(t *testing.T) {
 	}
 	f.fleetView(t, adm)
 	<-slowDone
+	for _, e := range browser.ConsoleErrors() {
+		t.Errorf("browser console: %s", e)
+	}
 }
 
 func replicaNamed(t *testing.T, f admin.Fleet, name string) admin.Replica {

@@ -110,6 +110,28 @@ type Replica struct {
 	LatencyP50 float64    `json:"latency_p50_ms"`
 	LatencyP99 float64    `json:"latency_p99_ms"`
 	LastCheck  *LastCheck `json:"last_check"`
+	// Checks are its last active health checks, newest first, at most
+	// 10: the page's detail of the replica.
+	Checks []LastCheck `json:"checks"`
+	// RecentErrors are its last failures, newest first, at most 10.
+	RecentErrors []Failure `json:"recent_errors"`
+	// Stderr is the last lines a replica that is a child process wrote
+	// to its standard error, oldest first; nil (and absent from the JSON)
+	// for a replica reached over HTTP.
+	Stderr []string `json:"stderr,omitempty"`
+}
+
+// Failure is one request a replica failed, as the gateway saw it.
+type Failure struct {
+	At time.Time `json:"at"`
+	// Outcome is upstream_error (a 5xx answer), upstream_cut (a stream
+	// it cut) or connect_failed (the request never reached it), as in
+	// the access log.
+	Outcome string `json:"outcome"`
+	// Method is the request's JSON-RPC method; "" when not known.
+	Method string `json:"method,omitempty"`
+	// Status is the replica's HTTP status; 0 when it gave none.
+	Status int `json:"status,omitempty"`
 }
 
 // LastCheck is a replica's last active health check; null before the

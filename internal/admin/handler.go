@@ -89,7 +89,18 @@ func (h *handler) servePage(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *handler) serveFleet(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, h.src.Fleet(h.now()))
+	f := h.src.Fleet(h.now())
+	for i := range f.Replicas {
+		// Lists are [] when empty, as the schema says, whoever filled them.
+		r := &f.Replicas[i]
+		if r.Checks == nil {
+			r.Checks = []LastCheck{}
+		}
+		if r.RecentErrors == nil {
+			r.RecentErrors = []Failure{}
+		}
+	}
+	writeJSON(w, http.StatusOK, f)
 }
 
 // action drains (held) or resumes the replica the path names.

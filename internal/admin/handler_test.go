@@ -234,3 +234,42 @@ func TestWriteTableMergesGateways(t *testing.T) {
 		t.Errorf("the unreadable gateway is not named:\n%s", out)
 	}
 }
+
+// TestDetailValidatesAgainstItsSchema: a replica's last checks, recent
+// errors and standard error pass the schema; an outcome it does not know,
+// a standard error that is not lines, and more than ten checks do not.
+func TestDetailValidatesAgainstItsSchema(t *testing.T) {
+	srv := serve(t, newFixture(), nil)
+	code, b := send(t, http.MethodGet, srv.URL+"/api/fleet", nil)
+	if code != http.StatusOK {
+		t.Fatalf("status %d: %s", code, b)
+	}
+	if err := ValidateFleetJSON(b); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	var f Fleet
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.Replicas[1].RecentErrors); n != 6 || len(f.Replicas[2].Stderr) != 2 || f.Replicas[0].Stderr != nil {
+		t.Fatalf("the fixture's detail did not come through: %d errors, stderr %q and %q", n, f.Replicas[2].Stderr, f.Replicas[0].Stderr)
+	}
+	checks := strings.Repeat(`{"at":"2026-12-01T21:50:08Z","result":"ok"},`, 11)
+	for _, bad := range []string{
+		strings.Replace(string(b), `"outcome":"upstream_cut"`, `"outcome":"sideways"`, 1),
+		strings.Replace(string(b), `"stderr":["npm`, `"stderr":[1,"npm`, 1),
+		strings.Replace(string(b), `"checks":[`, `"checks":[`+checks, 1),
+	} {
+		if bad == string(b) {
+			t.Fatal("the replacement did not apply")
+		}
+		if ValidateFleetJSON([]byte(bad)) == nil {
+			t.Errorf("the schema accepted %.300s", bad[strings.Index(bad, `"replicas"`):])
+		}
+	}
+	// A source that leaves the lists nil still answers [] for them.
+	_, b = send(t, http.MethodGet, serve(t, newFake("a", "b"), nil).URL+"/api/fleet", nil)
+	if !bytes.Contains(b, []byte(`"checks":[],"recent_errors":[]`)) || bytes.Contains(b, []byte(`"stderr"`)) {
+		t.Fatalf("empty lists: %s", b)
+	}
+}

@@ -63,6 +63,7 @@ func replicaView(r *upstream.Replica, now time.Time) admin.Replica {
 	if c := r.LastCheck(); c != nil {
 		v.LastCheck = &admin.LastCheck{At: c.At.UTC(), Result: c.Result.String(), Reason: c.Reason}
 	}
+	v.Checks, v.RecentErrors = recentView(r)
 	return v
 }
 

@@ -3,11 +3,15 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -154,5 +158,45 @@ func TestDrainByHand(t *testing.T) {
 	}
 	if !seen[home] {
 		t.Fatalf("resumed, %s took none of 6 round-robin calls (%v)", home, seen)
+	}
+}
+
+// TestFleetViewKeepsRecentErrors: a replica's 5xx answers and the requests
+// that never reached a replica show in the view's recent_errors of that
+// replica, newest first, with the method and the replica's status, and
+// nothing on the other.
+func TestFleetViewKeepsRecentErrors(t *testing.T) {
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "out of order", http.StatusBadGateway)
+	}))
+	t.Cleanup(broken.Close)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // connections to it are refused
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "broken", URL: broken.URL + "/mcp"}, {Name: "gone", URL: gone.URL + "/mcp"}},
+		&Options{Balance: balance.RoundRobin}, io.Discard)
+	front := newFront(gw)
+	t.Cleanup(front.Close)
+	r := newRaw(t, front.URL+"/mcp", "2026-07-28")
+	for i := range 4 {
+		resp := r.post(context.Background(), i+1, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}}, nil)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	v := view(t, gw)
+	b := replicaOf(t, v, "broken")
+	if len(b.RecentErrors) != 4 {
+		t.Fatalf("broken: %d recent errors, want the 4 calls it answered 502: %+v", len(b.RecentErrors), b.RecentErrors)
+	}
+	for i, e := range b.RecentErrors {
+		if e.Outcome != upstream.OutcomeError || e.Method != "tools/call" || e.Status != http.StatusBadGateway {
+			t.Errorf("broken's error %d: %+v, want upstream_error tools/call 502", i, e)
+		}
+		if i > 0 && e.At.After(b.RecentErrors[i-1].At) {
+			t.Errorf("broken's errors are not newest first: %+v", b.RecentErrors)
+		}
+	}
+	g := replicaOf(t, v, "gone")
+	if len(g.RecentErrors) == 0 || g.RecentErrors[0].Outcome != upstream.OutcomeConnect || g.Requests != 0 {
+		t.Fatalf("gone: %+v, want its connect failures and no request", g)
 	}
 }

@@ -96,7 +96,11 @@ func (g *Gateway) finish(rec *record) {
 	}
 	out := rec.outcome()
 	if rec.rep != nil {
-		rec.rep.Finished(rec.start.Add(d), d, out == "upstream_error" || out == "upstream_cut")
+		failed := out == upstream.OutcomeError || out == upstream.OutcomeCut
+		rec.rep.Finished(rec.start.Add(d), d, failed)
+		if failed {
+			rec.rep.Failed(upstream.Failure{At: rec.start.Add(d), Outcome: out, Method: label, Status: rec.upstreamStatus})
+		}
 	}
 	g.metrics.requests.WithLabelValues(label, era, replica, out).Inc()
 	g.metrics.duration.WithLabelValues(label, era).Observe(d.Seconds())

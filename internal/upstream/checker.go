@@ -190,7 +190,9 @@ func (c *Checker) checkOne(ctx context.Context, r *Replica) {
 	if ctx.Err() != nil || c.fleet.Snapshot().Lookup(r.name) != r {
 		return
 	}
-	r.stats.lastCheck.Store(&Check{At: time.Now(), Result: res, Reason: reason})
+	check := Check{At: time.Now(), Result: res, Reason: reason}
+	r.stats.lastCheck.Store(&check)
+	r.stats.checks.add(check)
 	r.observe(res, reason, c.policy)
 }
 

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/health"
 )
@@ -27,7 +28,10 @@ func (r *Replica) State() State { return State(r.state.Load()) }
 // Passive reports act only while a Checker runs on the fleet: without
 // active checks nothing would bring an ejected replica back, so they are
 // ignored.
+//
+// The failure is kept among the replica's recent failures either way.
 func (r *Replica) ReportConnectFailure() {
+	r.Failed(Failure{At: time.Now(), Outcome: OutcomeConnect})
 	r.report(ResultFail, "connect failed")
 }
 

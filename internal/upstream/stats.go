@@ -26,6 +26,10 @@ type stats struct {
 	// sessions are told they are gone.
 	quarantined atomic.Bool
 	lastCheck   atomic.Pointer[Check]
+	// checks and failures are the last few of each, for the fleet view's
+	// detail of the replica (recent.go).
+	checks   recent[Check]
+	failures recent[Failure]
 }
 
 // Check is the outcome of a replica's last active health check.
