@@ -14,6 +14,9 @@ type downStore struct{}
 func (downStore) Acquire(context.Context, string, string, Check) (Decision, Lease, error) {
 	return Decision{}, Lease{}, fmt.Errorf("deciding: %w: connection refused", ErrUnavailable)
 }
+func (downStore) AcquireBatch(context.Context, string, []Call, Check) (Decision, []Lease, error) {
+	return Decision{}, nil, fmt.Errorf("deciding: %w: connection refused", ErrUnavailable)
+}
 func (downStore) Renew(context.Context, []Lease, Check) error { return ErrUnavailable }
 func (downStore) Release(context.Context, Lease) error        { return ErrUnavailable }
 
