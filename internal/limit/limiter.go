@@ -111,10 +111,17 @@ func NewLimiter(store Store, opts *Options) *Limiter {
 	return l
 }
 
+// MethodListen is the 2026-07-28 subscriptions/listen request, governed by
+// the caller's limits whether Options.Methods names it or not: the gateway
+// opens one on every replica (SEP-2575), so an ungoverned one would cost
+// the fleet more than any call.
+const MethodListen = "subscriptions/listen"
+
 // Governs reports whether calls of method (and tool, for tools/call) are
-// checked at all: a governed method with a caller limit, or a capped tool.
+// checked at all: a governed method (or MethodListen) with a caller or
+// address limit, or a capped tool.
 func (l *Limiter) Governs(method, tool string) bool {
-	if !l.methods[method] {
+	if !l.methods[method] && method != MethodListen {
 		return false
 	}
 	if l.base.Rate > 0 || l.base.Concurrency > 0 || l.opts.PerAddress > 0 {
