@@ -23,8 +23,8 @@ import (
 // prefix+"{t:"+tool+"}:l". Every key expires once it would hold nothing of
 // use (a full bucket, lapsed leases), so idle callers cost nothing.
 //
-// One Lua script decides and updates (acquireScript, which is limit.Decide line
-// for line), reading the server's clock (TIME), so gateways whose clocks
+// One Lua script decides and updates (acquireScript, which is
+// limit.DecideBatch line for line), reading the server's clock (TIME), so gateways whose clocks
 // disagree still agree on buckets and leases. Every script touches the keys
 // of one hash tag, one cluster slot, so the same store runs on Redis
 // Cluster (and on a server that enforces the cluster's rules behind one
@@ -35,7 +35,9 @@ import (
 // limit allows; a call it refuses gives its reserved place back (a third
 // round trip, on that path only). Between the reservation and the give-back
 // another call of the tool may see it full for one round trip: the cost of
-// a fleet-wide cap on a cluster, besides the second round trip.
+// a fleet-wide cap on a cluster, besides the second round trip. A batch
+// (AcquireBatch) reserves its places tool by tool, each tool's all or
+// none, then decides all its calls in the caller's slot at once.
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
