@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	josejwt "github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 )
 
@@ -348,5 +351,29 @@ func TestPerAddressLimit(t *testing.T) {
 	// seconds the run took, and at least one each round.
 	if limit := 1 + int(took.Seconds()); got > limit || got < 3 {
 		t.Fatalf("24 calls from one address in %v at 1 a second: %d admitted, want 3 to %d", took, got, limit)
+	}
+}
+
+// TestPerAddressSparesVerifiedCallers: a caller whose token the gateway
+// verified is limited as itself alone: eight of them from one address all
+// pass limits.per_address 1.
+func TestPerAddressSparesVerifiedCallers(t *testing.T) {
+	idp := newIssuer(t, "k1")
+	v, err := identity.NewVerifier(identity.VerifyOptions{Issuers: []string{"https://idp"}, Audiences: []string{"mcp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetKeys(idp.jwks); err != nil {
+		t.Fatal(err)
+	}
+	f := startLimitedWith(t, Options{Auth: v}, limit.NewLimiter(limit.NewMemory(0), &limit.Options{Rate: 1, Burst: 1, PerAddress: 1}))
+	r := newRaw(t, f.fronts[0].URL+"/mcp", "2026-07-28")
+	now := time.Now()
+	for i := range 8 {
+		tok := idp.token(t, josejwt.Claims{Issuer: "https://idp", Subject: fmt.Sprintf("user-%d", i), Audience: josejwt.Audience{"mcp"},
+			Expiry: josejwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: josejwt.NewNumericDate(now)})
+		if got := callTool(t, r, i+1, "echo", map[string]any{"text": "x"}, map[string]string{"Authorization": "Bearer " + tok}); got.status != http.StatusOK {
+			t.Fatalf("verified caller %d: %d %s, want 200", i, got.status, got.body)
+		}
 	}
 }
