@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
+	"github.com/mcpfleet/mcpfleet/internal/store/redistest"
 )
 
 // initializeAt opens a legacy session by hand at protocol version v; the
@@ -375,5 +376,47 @@ func TestPerAddressSparesVerifiedCallers(t *testing.T) {
 		if got := callTool(t, r, i+1, "echo", map[string]any{"text": "x"}, map[string]string{"Authorization": "Bearer " + tok}); got.status != http.StatusOK {
 			t.Fatalf("verified caller %d: %d %s, want 200", i, got.status, got.body)
 		}
+	}
+}
+
+// TestBatchAdmittedAcrossGateways: two gateways sharing a real
+// redis-server spend one bucket for a caller's batches (the caller is its
+// address, the same through both): a batch of two with
+// three tokens passes one gateway, the next batch of two is refused by the
+// other, and a single call still fits.
+func TestBatchAdmittedAcrossGateways(t *testing.T) {
+	f := startLimited(t, redisLimiters(t, redistest.Start(t), 2, limit.Options{Rate: 0.01, Burst: 3})...)
+	var sessions []*raw
+	for _, front := range f.fronts {
+		r := newRaw(t, front.URL+"/mcp", "")
+		initializeAt(t, r, "2025-03-26")
+		sessions = append(sessions, r)
+	}
+	post := func(front int, msgs []map[string]any) int {
+		r := sessions[front]
+		body, _ := json.Marshal(msgs)
+		req, _ := http.NewRequest(http.MethodPost, r.url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", r.session)
+		resp, err := r.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := post(0, []map[string]any{mutateCall(1), mutateCall(2)}); s != http.StatusOK {
+		t.Fatalf("first batch of two: %d, want 200", s)
+	}
+	if s := post(1, []map[string]any{mutateCall(3), mutateCall(4)}); s != http.StatusTooManyRequests {
+		t.Fatalf("second batch of two, through the other gateway: %d, want 429", s)
+	}
+	if s := post(1, []map[string]any{mutateCall(5)}); s != http.StatusOK {
+		t.Fatalf("the last token: %d, want 200", s)
+	}
+	if n := f.calls.Started("mutate"); n != 3 {
+		t.Fatalf("%d mutations ran, want 3", n)
 	}
 }
