@@ -96,6 +96,7 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		SessionMaxAge:        maxAge,
 		KeepAlive:            keep,
 		MaxBodyBytes:         c.MaxBodyBytes,
+		MaxBatch:             c.MaxBatch,
 		MaxEventBytes:        c.MaxEventBytes,
 		BodyReadTimeout:      time.Duration(c.BodyReadTimeout),
 		WriteTimeout:         time.Duration(c.WriteTimeout),
@@ -180,12 +181,12 @@ func discoverOptions(c *config.Config, log *slog.Logger) *upstream.DiscoverOptio
 // is configured.
 func limitOptions(c *config.Config, log *slog.Logger) *limit.Options {
 	l := c.Limits
-	if l.Rate == 0 && l.Concurrency == 0 && len(l.Tools) == 0 {
+	if l.Rate == 0 && l.Concurrency == 0 && len(l.Tools) == 0 && l.Sessions == 0 && l.PerAddress == 0 {
 		return nil
 	}
 	return &limit.Options{
 		Rate: l.Rate, Burst: l.Burst, Concurrency: l.Concurrency, Tools: l.Tools,
-		Methods: l.Methods, LeaseTTL: time.Duration(l.LeaseTTL),
+		Methods: l.Methods, Sessions: l.Sessions, PerAddress: l.PerAddress, LeaseTTL: time.Duration(l.LeaseTTL),
 		FailClosed: l.OnStoreError == "closed", Log: log,
 	}
 }

@@ -30,6 +30,9 @@ limits:
   methods: [tools/call, resources/read]
   on_store_error: closed
   lease_ttl: 3s
+  sessions: 10
+  per_address: 2.5
+max_batch: 8
 cache:
   mode: shared
   tools: [lookup]
@@ -42,15 +45,15 @@ cache:
 	if o.KeepAlive >= 0 || o.Retries >= 0 {
 		t.Errorf("keepalive 0s and retries 0 should be off: %v, %v", o.KeepAlive, o.Retries)
 	}
-	if o.Balance != balance.RoundRobin || o.HashEpsilon != balance.DefaultEpsilon {
-		t.Errorf("balance %v, epsilon %v", o.Balance, o.HashEpsilon)
+	if o.Balance != balance.RoundRobin || o.HashEpsilon != balance.DefaultEpsilon || o.MaxBatch != 8 {
+		t.Errorf("balance %v, epsilon %v, max batch %d", o.Balance, o.HashEpsilon, o.MaxBatch)
 	}
 	if s := upstreamSpecs(&c); len(s) != 2 || s[0].Name != "a" || s[1].URL != "http://127.0.0.1:9002/mcp" {
 		t.Errorf("specs = %+v", s)
 	}
 	l := limitOptions(&c, nil)
 	if l == nil || l.Rate != 5 || l.Burst != 5 || l.Concurrency != 2 || l.Tools["work"] != 3 || !l.FailClosed ||
-		l.LeaseTTL != 3*time.Second || len(l.Methods) != 2 || l.Methods[1] != "resources/read" {
+		l.LeaseTTL != 3*time.Second || len(l.Methods) != 2 || l.Methods[1] != "resources/read" || l.Sessions != 10 || l.PerAddress != 2.5 {
 		t.Fatalf("limit options = %+v", l)
 	}
 	r := cacheRules(&c)
@@ -69,6 +72,11 @@ cache:
 	if limitOptions(&d, nil) != nil {
 		t.Error("no limit configured, yet limit options")
 	}
+	d.Limits.Sessions = 5
+	if l := limitOptions(&d, nil); l == nil || l.Sessions != 5 {
+		t.Errorf("limits.sessions alone: limit options %+v, want sessions 5", l)
+	}
+	d.Limits.Sessions = 0
 	if discoverOptions(&d, nil) != nil {
 		t.Error("no discovery configured, yet discovery options")
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"strings"
@@ -84,6 +83,9 @@ type Config struct {
 	Retries int `yaml:"retries"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxBatch bounds the messages of a JSON-RPC batch where the protocol
+	// version still allows batches (2025-03-26 and older).
+	MaxBatch int `yaml:"max_batch"`
 	// MaxHeaderBytes bounds a request's headers.
 	MaxHeaderBytes int `yaml:"max_header_bytes"`
 	// MaxEventBytes bounds one relayed SSE event.
@@ -236,6 +238,13 @@ type Limits struct {
 	LeaseTTL Duration `yaml:"lease_ttl"`
 	// MaxCallers bounds the memory store.
 	MaxCallers int `yaml:"max_callers"`
+	// Sessions is each caller's new sessions (initialize) per minute; 0
+	// means no limit.
+	Sessions int `yaml:"sessions"`
+	// PerAddress is each client address's calls per second, beside the
+	// caller's limits, for callers whose token is not verified; 0 means no
+	// limit.
+	PerAddress float64 `yaml:"per_address"`
 }
 
 // Cache configures the cache step (docs/GATEWAY.md, "Caching").
@@ -312,6 +321,7 @@ func Default() Config {
 		KeepAlive:         Duration(15 * time.Second),
 		Retries:           balance.DefaultRetries,
 		MaxBodyBytes:      4 << 20,
+		MaxBatch:          16,
 		MaxHeaderBytes:    64 << 10,
 		MaxEventBytes:     16 << 20,
 		ReadHeaderTimeout: Duration(10 * time.Second),
@@ -437,6 +447,9 @@ func (c *Config) Validate() error {
 	nonNeg(bad, "keepalive", time.Duration(c.KeepAlive))
 	if c.Retries < 0 || c.Retries > 10 {
 		bad("retries", "must be between 0 and 10, got %d", c.Retries)
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > 1000 {
+		bad("max_batch", "must be between 1 and 1000 messages, got %d", c.MaxBatch)
 	}
 	if c.MaxBodyBytes < 1024 {
 		bad("max_body_bytes", "must be at least 1024, got %d", c.MaxBodyBytes)
@@ -691,47 +704,6 @@ func (c *Config) validateHealthCheck(bad func(string, string, ...any)) {
 	}
 	if h.Mode != upstream.CheckHTTP && h.Mode != upstream.CheckMCP {
 		bad("health_check.mode", "must be %s or %s, got %q", upstream.CheckHTTP, upstream.CheckMCP, h.Mode)
-	}
-}
-
-func (c *Config) validateLimits(bad func(string, string, ...any)) {
-	l := c.Limits
-	if l.Store != "memory" && l.Store != "redis" {
-		bad("limits.store", "must be memory or redis, got %q", l.Store)
-	}
-	if l.OnStoreError != "open" && l.OnStoreError != "closed" {
-		bad("limits.on_store_error", "must be open or closed, got %q", l.OnStoreError)
-	}
-	if math.IsNaN(l.Rate) || l.Rate < 0 || l.Rate > 1e6 {
-		bad("limits.rate", "must be between 0 and 1000000 calls per second, got %v", l.Rate)
-	}
-	if l.Burst < 0 || l.Burst > 1e6 {
-		bad("limits.burst", "must be between 0 and 1000000, got %d", l.Burst)
-	}
-	if l.Burst > 0 && l.Rate == 0 {
-		bad("limits.burst", "has no effect without limits.rate")
-	}
-	if l.Concurrency < 0 {
-		bad("limits.concurrency", "must not be negative, got %d", l.Concurrency)
-	}
-	for tool, n := range l.Tools {
-		if tool == "" || n < 1 {
-			bad("limits.tools", "each tool needs a name and a cap of at least 1, got %q: %d", tool, n)
-		}
-	}
-	if len(l.Methods) == 0 {
-		bad("limits.methods", "name at least one method (tools/call is the default)")
-	}
-	for _, m := range l.Methods {
-		if m == "" || strings.HasPrefix(m, "notifications/") || m == "initialize" {
-			bad("limits.methods", "%q cannot be governed: requests only, and not initialize", m)
-		}
-	}
-	if d := time.Duration(l.LeaseTTL); d < time.Second || d > time.Hour {
-		bad("limits.lease_ttl", "must be between 1s and 1h, got %s", d)
-	}
-	if l.MaxCallers < 1 {
-		bad("limits.max_callers", "must be at least 1, got %d", l.MaxCallers)
 	}
 }
 

@@ -23,7 +23,7 @@ balance: round-robin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != "127.0.0.1:9000" || c.Path != "/mcp" || c.Retries != 1 || c.MaxBodyBytes != 4<<20 {
+	if c.Listen != "127.0.0.1:9000" || c.Path != "/mcp" || c.Retries != 1 || c.MaxBodyBytes != 4<<20 || c.MaxBatch != 16 {
 		t.Errorf("defaults or overrides not applied: %+v", c)
 	}
 	if c.KeepAlive != 0 || c.Balance != "round-robin" || c.HashEpsilon != balance.DefaultEpsilon {
@@ -82,6 +82,10 @@ func TestParseRejectsNamingTheKey(t *testing.T) {
 		{"limits on_store_error", base + "limits: {on_store_error: maybe}\n", "limits.on_store_error"},
 		{"limits lease ttl short", base + "limits: {lease_ttl: 10ms}\n", "limits.lease_ttl"},
 		{"limits govern a notification", base + "limits: {methods: [notifications/cancelled]}\n", "limits.methods"},
+		{"limits negative sessions", base + "limits: {sessions: -1}\n", "limits.sessions"},
+		{"limits negative per address", base + "limits: {per_address: -0.5}\n", "limits.per_address"},
+		{"zero max batch", base + "max_batch: 0\n", "max_batch"},
+		{"huge max batch", base + "max_batch: 10000\n", "max_batch"},
 		{"limits unknown key", base + "limits: {rps: 5}\n", "rps"},
 		{"auth without issuers", base + "auth: {jwks_file: k.json}\n", "auth.issuers"},
 		{"auth issuers without keys", base + "auth: {issuers: [i]}\n", "auth.issuers"},

@@ -21,12 +21,61 @@ import (
 // admit runs the admission step. It returns the admission to end when the
 // answer has ended (nil when the request is not governed), and false when it
 // answered the request itself.
+//
+// Besides a governed call, it decides every governed request of a batch
+// at once (AdmitBatch), an initialize against limits.sessions, and a
+// subscriptions/listen against the caller's limits whether or not
+// limits.methods names it (Limiter.Governs). For a caller whose token the
+// gateway did not verify, the client address's bucket (limits.per_address)
+// must allow the call too, so that made-up tokens, each a fresh caller,
+// buy nothing.
 func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, q *request, rec *record) (*limit.Admission, bool) {
 	l := g.opts.Limits
-	if l == nil || q.msg.Kind != mcpmsg.KindRequest || q.msg.Batch || !l.Governs(q.msg.Method, q.msg.Name) {
+	if l == nil || q.msg.Kind != mcpmsg.KindRequest {
 		return nil, true
 	}
-	a := l.Admit(r.Context(), g.limitKey(r, q), q.msg.Method, q.msg.Name)
+	ctx := r.Context()
+	var a *limit.Admission
+	calls, label := 1, ""
+	switch {
+	case q.msg.Batch:
+		bc := batchCalls(q.batch)
+		calls = governed(l, bc)
+		if calls > 0 {
+			a = l.AdmitBatch(ctx, g.limitKey(r, q), bc)
+		}
+	case q.msg.Method == "initialize":
+		a, label = l.AdmitSession(ctx, g.limitKey(r, q)), "sessions"
+	case l.Governs(q.msg.Method, q.msg.Name):
+		a = l.Admit(ctx, g.limitKey(r, q), q.msg.Method, q.msg.Name)
+	}
+	if a == nil {
+		return nil, true
+	}
+	if a.Allowed && a.StoreErr == nil && q.verified == nil {
+		if b := l.AdmitAddress(ctx, g.addressKey(r), calls); b != nil && !b.Allowed {
+			a.Done()
+			a, label = b, "address"
+		}
+	}
+	return g.decided(w, q, rec, a, label)
+}
+
+// governed counts the requests of a batch the limits govern.
+func governed(l *limit.Limiter, calls []limit.BatchCall) int {
+	n := 0
+	for _, c := range calls {
+		if l.Governs(c.Method, c.Tool) {
+			n++
+		}
+	}
+	return n
+}
+
+// decided records an admission's decision and answers a refusal. label
+// names the limit that decided, when it is not a caller's call limit
+// (sessions, address).
+func (g *Gateway) decided(w http.ResponseWriter, q *request, rec *record, a *limit.Admission, label string) (*limit.Admission, bool) {
 	g.metrics.limitStore.Observe(a.StoreTime.Seconds())
 	switch {
 	case a.StoreErr != nil && a.Allowed:
@@ -37,6 +86,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, q *request, rec 
 		g.log.Warn("limits store unavailable: refusing (on_store_error closed)", "error", a.StoreErr)
 	case a.Allowed:
 		rec.limit = "admitted"
+	case label != "":
+		rec.limit = label
 	default:
 		rec.limit = a.Reason.String()
 	}
@@ -66,7 +117,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, a *limit.Admission, q *request, 
 		e.Status, e.Code = http.StatusServiceUnavailable, mcpmsg.CodeInternalError
 		e.Message = "limits store unavailable; retry after " + strconv.FormatInt(ms, 10) + " ms"
 	} else {
-		e.Message = "rate limited (" + a.Reason.String() + " limit); retry after " + strconv.FormatInt(ms, 10) + " ms"
+		e.Message = "rate limited (" + rec.limit + " limit); retry after " + strconv.FormatInt(ms, 10) + " ms"
 		limit, remaining := strconv.Itoa(a.Limit), strconv.Itoa(a.Remaining)
 		h.Set("RateLimit-Limit", limit)
 		h.Set("RateLimit-Remaining", remaining)
@@ -88,10 +139,22 @@ func (g *Gateway) limitKey(r *http.Request, q *request) string {
 	if q.verified != nil {
 		return strconv.FormatUint(a.keyer.Key(q.verified.Identity()), 16)
 	}
-	var hops []string
-	if a.proxies != nil {
-		hops = r.Header.Values(a.proxies.Header())
-	}
-	id := identity.ResolveCredential(r.Header.Get("Authorization"), r.Header.Get("Private-Token"), r.RemoteAddr, hops, a.proxies)
+	id := identity.ResolveCredential(r.Header.Get("Authorization"), r.Header.Get("Private-Token"), r.RemoteAddr, g.proxyHops(r), a.proxies)
 	return strconv.FormatUint(a.keyer.Key(id), 16)
+}
+
+// addressKey returns the salted digest of the request's client address,
+// as the trusted proxies name it (identity.Proxies), for limits.per_address.
+func (g *Gateway) addressKey(r *http.Request) string {
+	addr, _ := g.aff.proxies.ClientAddr(r.RemoteAddr, g.proxyHops(r))
+	return strconv.FormatUint(g.aff.keyer.Key(identity.FromAddress(addr)), 16)
+}
+
+// proxyHops returns the values of the header the trusted proxies name the
+// client in; nil when no proxy is trusted.
+func (g *Gateway) proxyHops(r *http.Request) []string {
+	if g.aff.proxies == nil {
+		return nil
+	}
+	return r.Header.Values(g.aff.proxies.Header())
 }

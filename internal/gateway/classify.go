@@ -19,11 +19,14 @@ type request struct {
 	sessionID string // Mcp-Session-Id as the client holds it (sealed), "" when absent
 	// upstreamSession is the replica's own session ID, opened from sessionID.
 	upstreamSession string
-	label           string // the JSON-RPC method as metrics show it
-	version         string // MCP-Protocol-Version as the client sent it
-	key             uint64 // the caller's routing key, once keyed (routingKey)
-	keyed           bool
-	verified        *identity.Verified // the caller, when the gateway verified its token
+	// batch is a batch's messages, each as if alone (splitBatch); nil
+	// unless msg.Batch.
+	batch    []mcpmsg.Message
+	label    string // the JSON-RPC method as metrics show it
+	version  string // MCP-Protocol-Version as the client sent it
+	key      uint64 // the caller's routing key, once keyed (routingKey)
+	keyed    bool
+	verified *identity.Verified // the caller, when the gateway verified its token
 	// caller is who the request's caller is to the sessions, endpoints
 	// and tasks it opens or uses (binding.go); the zero Opener for nobody.
 	caller session.Opener
@@ -75,6 +78,11 @@ func (g *Gateway) classify(w http.ResponseWriter, r *http.Request) (*request, *m
 	q.msg = msg
 	q.label = mcpmsg.MethodLabel(msg.Method)
 	q.era = mcpmsg.EraOf(q.sessionID, version, &q.msg)
+	if q.msg.Batch {
+		if err := g.splitBatch(q); err != nil {
+			return q, err
+		}
+	}
 	if q.era == mcpmsg.EraStateless && mcpmsg.IsStatelessVersion(version) {
 		// SEP-2243: Mcp-Method and Mcp-Name mirror the body; intermediaries
 		// route on them, so a disagreement is refused before routing.

@@ -268,17 +268,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if done {
 		return
 	}
-	if route.snap != nil && fansOut(q, route.snap) {
-		g.serveFanout(w, r, q, route.snap, rec)
-		return
-	}
 	// 3. Admit: the caller's rate and concurrency, the tool's cap; the
-	// leases last until the answer has ended.
+	// leases last until the answer has ended. A listen that fans out is
+	// admitted once, before any replica sees it.
 	adm, ok := g.admit(w, r, q, rec)
 	if !ok {
 		return
 	}
 	defer adm.Done()
+	if route.snap != nil && fansOut(q, route.snap) {
+		g.serveFanout(w, r, q, route.snap, rec)
+		return
+	}
 	// 4. Answer from the cache where the replicas said it is safe.
 	if g.fromCache(w, r, q, rec) {
 		return

@@ -37,6 +37,12 @@ type limitedFleet struct {
 // startLimited starts three replicas and one gateway per limiter.
 func startLimited(t *testing.T, limiters ...*limit.Limiter) *limitedFleet {
 	t.Helper()
+	return startLimitedWith(t, Options{}, limiters...)
+}
+
+// startLimitedWith is startLimited with the gateways' other options.
+func startLimitedWith(t *testing.T, opts Options, limiters ...*limit.Limiter) *limitedFleet {
+	t.Helper()
 	f := &limitedFleet{calls: &testserver.Gauge{}, logs: &syncBuffer{}}
 	var specs []upstream.Spec
 	for i := range 3 {
@@ -51,7 +57,9 @@ func startLimited(t *testing.T, limiters ...*limit.Limiter) *limitedFleet {
 	}
 	for _, l := range limiters {
 		t.Cleanup(l.Close)
-		gw := startGatewayOn(t, specs, &Options{Limits: l, RoutingSalt: []byte("shared-salt-0123456789")}, f.logs)
+		o := opts
+		o.Limits, o.RoutingSalt = l, []byte("shared-salt-0123456789")
+		gw := startGatewayOn(t, specs, &o, f.logs)
 		front := newFront(gw)
 		t.Cleanup(front.Close)
 		f.gws, f.fronts = append(f.gws, gw), append(f.fronts, front)

@@ -119,7 +119,7 @@ func newMetrics(g *Gateway) *Metrics {
 	})
 	m.limitDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpfleet_limit_decisions_total",
-		Help: "Governed calls by decision (admitted, refused) and reason (none, rate, concurrency, tool, store; fail_open for calls let through while the store did not answer).",
+		Help: "Governed calls by decision (admitted, refused) and reason (none, rate, concurrency, tool, store, sessions, address; fail_open for calls let through while the store did not answer).",
 	}, []string{"decision", "reason"})
 	m.limitFailOpen = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "mcpfleet_limits_fail_open_total",

@@ -56,6 +56,10 @@ type Options struct {
 	KeepAlive time.Duration
 	// MaxBodyBytes bounds a request body (413 beyond it); 0 means 4 MiB.
 	MaxBodyBytes int64
+	// MaxBatch bounds the messages of a JSON-RPC batch, where the
+	// request's protocol version still allows batches (400 beyond it);
+	// 0 means DefaultMaxBatch.
+	MaxBatch int
 	// MaxEventBytes bounds one relayed SSE event; 0 means 16 MiB.
 	MaxEventBytes int
 	// BodyReadTimeout bounds the time to read a request body, so slow
@@ -246,6 +250,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if v.MaxBodyBytes == 0 {
 		v.MaxBodyBytes = 4 << 20
+	}
+	if v.MaxBatch <= 0 {
+		v.MaxBatch = DefaultMaxBatch
 	}
 	switch {
 	case v.HashEpsilon == 0:

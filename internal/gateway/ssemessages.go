@@ -15,8 +15,10 @@ import (
 // opens the endpoint and sends the body to the replica's own endpoint,
 // answering the replica's answer (202 Accepted, normally) as it came. The
 // message's answer flows on the session's stream, through whichever gateway
-// process relays it. Limits, the cache and idempotency are not applied to
-// this transport (docs/GATEWAY.md says why).
+// process relays it. Limits apply as to a POST on the MCP endpoint, for
+// as long as the POST lasts (the replica answers 202 at once, so a
+// concurrency slot or a tool cap holds only that long); the cache and
+// idempotency are not applied to this transport (docs/GATEWAY.md says why).
 
 var (
 	errNoSessionParam = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "no sessionId in the query"}
@@ -49,11 +51,24 @@ func (g *Gateway) serveSSEMessage(w http.ResponseWriter, r *http.Request, q *req
 	if g.tr != nil {
 		r = g.startSpan(r, q, rec)
 	}
+	if q.msg.Batch {
+		if err := g.splitBatch(q); err != nil {
+			rec.reject(w, err, nil)
+			return
+		}
+	}
 	rep, err := g.openEndpoint(token, q)
 	if err != nil {
 		rec.reject(w, err, q.id())
 		return
 	}
+	// Admitted as a POST on the MCP endpoint is, once its session is known
+	// to be one.
+	adm, ok := g.admit(w, r, q, rec)
+	if !ok {
+		return
+	}
+	defer adm.Done()
 	// The client's own context: the message's call runs in the replica
 	// apart from its POST (the replica answers 202 and goes on), so a
 	// client that leaves cuts nothing but a wait, which a replica that never

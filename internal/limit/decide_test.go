@@ -172,3 +172,53 @@ func TestTableReleaseAndExpiry(t *testing.T) {
 		t.Fatalf("a renewal after release took the slot again: %+v", d)
 	}
 }
+
+func TestDecideBatch(t *testing.T) {
+	ms := time.Millisecond
+	busy := Leases{Live: 1, Earliest: t0.Add(100 * ms)}
+	tests := []struct {
+		name  string
+		c     Check
+		calls int
+		st    State
+		tools []ToolWant
+		want  Decision
+	}{
+		{
+			name: "a token for each call", c: Check{Rate: 1, Burst: 5}, calls: 3,
+			want: Decision{Allowed: true, Limit: 5, Remaining: 2, Bucket: Bucket{Tokens: 2, At: t0}},
+		},
+		{
+			name: "too few tokens refuse the batch and wait for all of them", c: Check{Rate: 2, Burst: 5}, calls: 3,
+			st:   State{Bucket: Bucket{Tokens: 2, At: t0}},
+			want: Decision{Reason: ReasonRate, RetryAfter: 500 * ms, Limit: 5, Bucket: Bucket{Tokens: 2, At: t0}},
+		},
+		{
+			name: "more calls than the burst never fit", c: Check{Rate: 1, Burst: 2}, calls: 3,
+			want: Decision{Reason: ReasonRate, RetryAfter: time.Second, Limit: 2, Bucket: Bucket{Tokens: 2, At: t0}},
+		},
+		{
+			name: "a slot for each call", c: Check{Concurrency: 3, LeaseTTL: time.Second}, calls: 3,
+			st:   State{Caller: busy},
+			want: Decision{Reason: ReasonConcurrency, RetryAfter: 100 * ms, Limit: 3, Bucket: Bucket{At: t0}},
+		},
+		{
+			name: "each tool's calls under its own cap", c: Check{LeaseTTL: time.Second}, calls: 3,
+			tools: []ToolWant{{Cap: 2, Calls: 1, Leases: busy}, {Cap: 2, Calls: 2, Leases: busy}},
+			want:  Decision{Reason: ReasonTool, RetryAfter: 100 * ms, Limit: 2, Bucket: Bucket{At: t0}},
+		},
+		{
+			name: "room for every call", c: Check{Concurrency: 4, LeaseTTL: time.Second}, calls: 3,
+			st: State{Caller: busy}, tools: []ToolWant{{Cap: 2, Calls: 1, Leases: busy}, {Cap: 2, Calls: 2}},
+			want: Decision{Allowed: true, Bucket: Bucket{At: t0}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := DecideBatch(tt.c, tt.calls, tt.st, tt.tools, t0)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("DecideBatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -140,8 +140,30 @@ type Decision struct {
 // Decide checks one call. Every limit is checked first and the bucket is
 // consumed only if all allow. It does no I/O and reads no clock: now is the
 // store's clock. A clock that goes back refills nothing. The Redis store's
-// script is this function, line for line (redis.go).
+// script is DecideBatch, line for line (redis.go).
 func Decide(c Check, st State, now time.Time) Decision {
+	var tools [1]ToolWant
+	n := 0
+	if c.ToolCap > 0 {
+		tools[0], n = ToolWant{Cap: c.ToolCap, Calls: 1, Leases: st.Tool}, 1
+	}
+	return DecideBatch(c, 1, st, tools[:n], now)
+}
+
+// ToolWant is what a batch asks of one capped tool: Calls more leases
+// among the tool's Leases, under its Cap.
+type ToolWant struct {
+	Cap, Calls int
+	Leases     Leases
+}
+
+// DecideBatch checks calls (at least 1) of one caller at once, all or
+// none: the bucket must hold a token for each, the caller's concurrency
+// must have room for each one's lease, and each capped tool room for the
+// calls of it (tools; c.ToolCap is not read). A batch of more calls than
+// the burst or the concurrency limit is never allowed. Like Decide, it
+// checks every limit first and consumes only if all allow.
+func DecideBatch(c Check, calls int, st State, tools []ToolWant, now time.Time) Decision {
 	tokens := refill(c, st.Bucket, now)
 	var d Decision
 	refuse := func(r Reason, wait time.Duration, limit int) {
@@ -149,14 +171,17 @@ func Decide(c Check, st State, now time.Time) Decision {
 			d.Reason, d.RetryAfter, d.Limit, d.Remaining = r, wait, limit, 0
 		}
 	}
-	if c.Rate > 0 && tokens < 1 {
-		refuse(ReasonRate, ceilMillis((1-tokens)/c.Rate*1000), int(c.Burst))
+	need := float64(calls)
+	if c.Rate > 0 && tokens < need {
+		refuse(ReasonRate, ceilMillis((need-tokens)/c.Rate*1000), int(c.Burst))
 	}
-	if c.Concurrency > 0 && st.Caller.Live >= c.Concurrency {
+	if c.Concurrency > 0 && st.Caller.Live+calls > c.Concurrency {
 		refuse(ReasonConcurrency, busyWait(st.Caller, now), c.Concurrency)
 	}
-	if c.ToolCap > 0 && st.Tool.Live >= c.ToolCap {
-		refuse(ReasonTool, busyWait(st.Tool, now), c.ToolCap)
+	for _, tw := range tools {
+		if tw.Cap > 0 && tw.Leases.Live+tw.Calls > tw.Cap {
+			refuse(ReasonTool, busyWait(tw.Leases, now), tw.Cap)
+		}
 	}
 	if d.Reason != ReasonNone {
 		d.Bucket = Bucket{Tokens: tokens, At: now}
@@ -164,7 +189,7 @@ func Decide(c Check, st State, now time.Time) Decision {
 	}
 	d.Allowed = true
 	if c.Rate > 0 {
-		tokens--
+		tokens -= need
 		d.Limit, d.Remaining = int(c.Burst), int(math.Floor(tokens))
 	}
 	d.Bucket = Bucket{Tokens: tokens, At: now}

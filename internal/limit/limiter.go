@@ -36,6 +36,13 @@ type Options struct {
 	// Methods are the JSON-RPC methods governed; nil means tools/call only.
 	// A tool cap applies to tools/call alone.
 	Methods []string
+	// Sessions is each caller's new sessions (initialize) per minute,
+	// burst as many; 0 means no limit.
+	Sessions int
+	// PerAddress is each client address's calls per second (burst: the
+	// rate rounded up), checked beside the caller's limits for callers
+	// whose credential is not verified; 0 means no limit.
+	PerAddress float64
 	// LeaseTTL is how long a lease outlives a gateway that stopped renewing
 	// it (it died); 0 means 30 s. Leases are renewed every third of it.
 	LeaseTTL time.Duration
@@ -104,13 +111,20 @@ func NewLimiter(store Store, opts *Options) *Limiter {
 	return l
 }
 
+// MethodListen is the 2026-07-28 subscriptions/listen request, governed by
+// the caller's limits whether Options.Methods names it or not: the gateway
+// opens one on every replica (SEP-2575), so an ungoverned one would cost
+// the fleet more than any call.
+const MethodListen = "subscriptions/listen"
+
 // Governs reports whether calls of method (and tool, for tools/call) are
-// checked at all: a governed method with a caller limit, or a capped tool.
+// checked at all: a governed method (or MethodListen) with a caller or
+// address limit, or a capped tool.
 func (l *Limiter) Governs(method, tool string) bool {
-	if !l.methods[method] {
+	if !l.methods[method] && method != MethodListen {
 		return false
 	}
-	if l.base.Rate > 0 || l.base.Concurrency > 0 {
+	if l.base.Rate > 0 || l.base.Concurrency > 0 || l.opts.PerAddress > 0 {
 		return true
 	}
 	return method == "tools/call" && l.opts.Tools[tool] > 0
@@ -129,6 +143,7 @@ type Admission struct {
 
 	l     *Limiter
 	lease Lease
+	more  []Lease // a batch's leases after the first
 	once  sync.Once
 }
 
@@ -161,21 +176,32 @@ func (l *Limiter) admit(ctx context.Context, caller, tool string, c Check) *Admi
 	d, lease, err := l.store.Acquire(ctx, caller, tool, c)
 	a := &Admission{Decision: d, StoreTime: time.Since(start), l: l, lease: lease}
 	if err != nil {
-		a.StoreErr = err
-		a.Decision = Decision{Allowed: !l.opts.FailClosed}
-		if l.opts.FailClosed {
-			a.RetryAfter = DefaultStoreRetry
-		} else if errors.Is(err, ErrUnavailable) {
-			l.failedOpen(err)
-		}
-		return a
+		return l.storeFailed(a, err)
 	}
-	if lease.Held() {
+	l.hold(a)
+	return a
+}
+
+// storeFailed is the admission of a call the store did not decide: let
+// through (fail open) or refused (fail closed).
+func (l *Limiter) storeFailed(a *Admission, err error) *Admission {
+	a.StoreErr = err
+	a.Decision = Decision{Allowed: !l.opts.FailClosed}
+	if l.opts.FailClosed {
+		a.RetryAfter = DefaultStoreRetry
+	} else if errors.Is(err, ErrUnavailable) {
+		l.failedOpen(err)
+	}
+	return a
+}
+
+// hold keeps a's leases renewed until it is Done.
+func (l *Limiter) hold(a *Admission) {
+	if a.lease.Held() {
 		l.mu.Lock()
 		l.held[a] = struct{}{}
 		l.mu.Unlock()
 	}
-	return a
 }
 
 // Done releases the call's leases.
@@ -190,10 +216,18 @@ func (a *Admission) Done() {
 		l.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		defer cancel()
-		if err := l.store.Release(ctx, a.lease); err != nil {
-			l.log.Warn("releasing a limit lease failed: it lapses by itself", "error", err, "lease_ttl", l.opts.LeaseTTL.String())
+		l.release(ctx, a.lease)
+		for _, lease := range a.more {
+			l.release(ctx, lease)
 		}
 	})
+}
+
+// release drops one lease, which otherwise lapses by itself.
+func (l *Limiter) release(ctx context.Context, lease Lease) {
+	if err := l.store.Release(ctx, lease); err != nil {
+		l.log.Warn("releasing a limit lease failed: it lapses by itself", "error", err, "lease_ttl", l.opts.LeaseTTL.String())
+	}
 }
 
 // Held returns how many leases this limiter holds now.
@@ -240,6 +274,7 @@ func (l *Limiter) renewLoop(ctx context.Context) {
 		leases := make([]Lease, 0, len(l.held))
 		for a := range l.held {
 			leases = append(leases, a.lease)
+			leases = append(leases, a.more...)
 		}
 		l.mu.Unlock()
 		if len(leases) == 0 {

@@ -14,6 +14,9 @@ type downStore struct{}
 func (downStore) Acquire(context.Context, string, string, Check) (Decision, Lease, error) {
 	return Decision{}, Lease{}, fmt.Errorf("deciding: %w: connection refused", ErrUnavailable)
 }
+func (downStore) AcquireBatch(context.Context, string, []Call, Check) (Decision, []Lease, error) {
+	return Decision{}, nil, fmt.Errorf("deciding: %w: connection refused", ErrUnavailable)
+}
 func (downStore) Renew(context.Context, []Lease, Check) error { return ErrUnavailable }
 func (downStore) Release(context.Context, Lease) error        { return ErrUnavailable }
 
@@ -85,4 +88,50 @@ func TestLimiterRenewsUntilDone(t *testing.T) {
 		t.Fatalf("after Done: %+v", b.Decision)
 	}
 	b.Done()
+}
+
+func TestLimiterBatchSessionsAddress(t *testing.T) {
+	ctx := context.Background()
+	l := NewLimiter(NewMemory(0), &Options{Rate: 0.01, Burst: 2, Concurrency: 4, Tools: map[string]int{"slow": 1}, Sessions: 10, PerAddress: 1})
+	defer l.Close()
+	call := func(tool string) BatchCall { return BatchCall{Method: "tools/call", Tool: tool} }
+	if a := l.AdmitBatch(ctx, "a", []BatchCall{{Method: "ping"}, {Method: "tools/list"}}); a != nil {
+		t.Fatalf("a batch of ungoverned requests: %+v, want nil", a.Decision)
+	}
+	if a := l.AdmitBatch(ctx, "a", []BatchCall{{Method: "ping"}, call("x"), call("x"), call("x")}); a.Allowed {
+		t.Fatal("3 calls with a burst of 2 allowed")
+	}
+	if a := l.AdmitBatch(ctx, "b", []BatchCall{call("slow"), call("slow")}); a.Allowed || a.Reason != ReasonTool {
+		t.Fatalf("2 calls of a tool capped at 1: %+v, want refused by the cap", a.Decision)
+	}
+	a := l.AdmitBatch(ctx, "a", []BatchCall{{Method: "ping"}, call("x"), call("slow")})
+	if !a.Allowed || l.Held() != 1 || len(a.more) != 1 {
+		t.Fatalf("2 calls with 2 tokens: %+v, held %d, leases %d, want allowed holding 2 leases", a.Decision, l.Held(), 1+len(a.more))
+	}
+	if b := l.Admit(ctx, "c", "tools/call", "slow"); b.Allowed {
+		t.Fatal("the capped tool's place was not held by the batch")
+	}
+	a.Done()
+	if b := l.Admit(ctx, "c", "tools/call", "slow"); !b.Allowed {
+		t.Fatalf("after the batch ended: %+v, want allowed", b.Decision)
+	}
+	count := func(admit func() *Admission, n int) (allowed int) {
+		for range n {
+			if admit().Allowed {
+				allowed++
+			}
+		}
+		return allowed
+	}
+	if got := count(func() *Admission { return l.AdmitSession(ctx, "a") }, 50); got != 10 {
+		t.Errorf("50 sessions with a limit of 10 a minute: %d allowed, want 10", got)
+	}
+	if got := count(func() *Admission { return l.AdmitAddress(ctx, "addr", 1) }, 8); got != 1 {
+		t.Errorf("8 calls from one address at 1 a second: %d allowed, want 1", got)
+	}
+	off := NewLimiter(NewMemory(0), &Options{Rate: 1})
+	defer off.Close()
+	if off.AdmitSession(ctx, "a") != nil || off.AdmitAddress(ctx, "addr", 1) != nil {
+		t.Error("sessions or addresses limited when Options leave them 0")
+	}
 }

@@ -47,6 +47,30 @@ func (m *Memory) Acquire(ctx context.Context, caller, tool string, c Check) (Dec
 	return d, l, nil
 }
 
+// AcquireBatch implements Store.
+func (m *Memory) AcquireBatch(ctx context.Context, caller string, calls []Call, c Check) (Decision, []Lease, error) {
+	if err := c.Validate(); err != nil {
+		return Decision{}, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Decision{}, nil, err
+	}
+	ids := make([]LeaseID, len(calls))
+	m.mu.Lock()
+	d := m.t.AcquireBatch(caller, calls, c, m.now(), ids)
+	m.mu.Unlock()
+	if !d.Allowed {
+		return d, nil, nil
+	}
+	leases := make([]Lease, len(calls))
+	for i, id := range ids {
+		if id != 0 {
+			leases[i] = Lease{Caller: caller, Tool: calls[i].Tool, ID: strconv.FormatUint(uint64(id), 10)}
+		}
+	}
+	return d, leases, nil
+}
+
 // Renew implements Store.
 func (m *Memory) Renew(_ context.Context, leases []Lease, c Check) error {
 	m.mu.Lock()

@@ -32,10 +32,26 @@ type Store interface {
 	// expiring c.LeaseTTL from now unless renewed. The decision and the
 	// update are one atomic step.
 	Acquire(ctx context.Context, caller, tool string, c Check) (Decision, Lease, error)
+	// AcquireBatch decides calls of caller at once, all or none, by the
+	// store's clock (limit.DecideBatch): each takes a token and a slot of
+	// the caller's, and each capped call a place among its tool's leases;
+	// c.ToolCap is not read. If allowed it returns one lease for each call,
+	// in order (not Held where no lease applies to the call). A refusal
+	// takes nothing. The decision and the update are one atomic step as
+	// far as the caller's state goes, and the tools' places are given back
+	// when the caller's limits refuse.
+	AcquireBatch(ctx context.Context, caller string, calls []Call, c Check) (Decision, []Lease, error)
 	// Renew pushes the expiry of each lease to c.LeaseTTL from now. A lease
 	// that lapsed or was released stays gone, so a renewal that crosses a
 	// release cannot take the slot again.
 	Renew(ctx context.Context, leases []Lease, c Check) error
 	// Release drops a lease; releasing one that is gone is harmless.
 	Release(ctx context.Context, l Lease) error
+}
+
+// Call is one call of a batch as a store sees it: its tool, and the cap on
+// that tool's calls in flight fleet-wide (0: none).
+type Call struct {
+	Tool string
+	Cap  int
 }

@@ -42,6 +42,17 @@ func NewTable(maxCallers int) *Table {
 // now and, if it is allowed and a lease applies, takes one lease expiring at
 // now+c.LeaseTTL. The returned ID is 0 when no lease was taken.
 func (t *Table) Acquire(caller, tool string, c Check, now time.Time) (Decision, LeaseID) {
+	calls := [1]Call{{Tool: tool, Cap: c.ToolCap}}
+	var ids [1]LeaseID
+	d := t.AcquireBatch(caller, calls[:], c, now, ids[:])
+	return d, ids[0]
+}
+
+// AcquireBatch decides calls of caller at once, all or none (DecideBatch;
+// each call's tool cap is its own, c.ToolCap is not read), and if they are
+// allowed takes each call's lease, where one applies, into ids (as long as
+// calls; 0 where no lease was taken).
+func (t *Table) AcquireBatch(caller string, calls []Call, c Check, now time.Time, ids []LeaseID) Decision {
 	cs := t.callers[caller]
 	if cs == nil {
 		t.makeRoom(now)
@@ -52,39 +63,70 @@ func (t *Table) Acquire(caller, tool string, c Check, now time.Time) (Decision, 
 	if c.Concurrency > 0 {
 		st.Caller = cs.leases.live(now)
 	}
-	var ts leaseSet
-	if c.ToolCap > 0 {
-		ts = t.tools[tool]
-		st.Tool = ts.live(now)
+	var buf [4]ToolWant
+	wants := buf[:0]
+	for i, call := range calls {
+		if call.Cap <= 0 || toolSeen(calls[:i], call.Tool) {
+			continue
+		}
+		w := ToolWant{Cap: call.Cap, Leases: t.tools[call.Tool].live(now)}
+		for _, other := range calls[i:] {
+			if other.Cap > 0 && other.Tool == call.Tool {
+				w.Calls++
+			}
+		}
+		wants = append(wants, w)
 	}
-	d := Decide(c, st, now)
+	d := DecideBatch(c, len(calls), st, wants, now)
 	if c.Rate > 0 {
 		cs.bucket = d.Bucket
 		cs.full = now.Add(time.Duration((c.Burst - d.Bucket.Tokens) / c.Rate * float64(time.Second)))
 	}
-	var id LeaseID
-	if d.Allowed && c.TakesLease() {
-		t.next++
-		id = t.next
-		exp := now.Add(c.LeaseTTL)
-		if c.Concurrency > 0 {
-			if cs.leases == nil {
-				cs.leases = make(leaseSet)
-			}
-			cs.leases[id] = exp
-		}
-		if c.ToolCap > 0 {
-			if ts == nil {
-				ts = make(leaseSet)
-				t.tools[tool] = ts
-			}
-			ts[id] = exp
+	if d.Allowed {
+		for i, call := range calls {
+			ids[i] = t.take(cs, call, c, now)
 		}
 	}
 	if c.Rate > 0 || len(cs.leases) > 0 {
 		t.callers[caller] = cs
 	}
-	return d, id
+	return d
+}
+
+// toolSeen reports whether a capped call of tool is among calls.
+func toolSeen(calls []Call, tool string) bool {
+	for _, c := range calls {
+		if c.Cap > 0 && c.Tool == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// take gives an allowed call its lease, in its caller's set under a
+// concurrency limit and in its tool's under a cap; 0 when neither applies.
+func (t *Table) take(cs *callerState, call Call, c Check, now time.Time) LeaseID {
+	if c.Concurrency <= 0 && call.Cap <= 0 {
+		return 0
+	}
+	t.next++
+	id := t.next
+	exp := now.Add(c.LeaseTTL)
+	if c.Concurrency > 0 {
+		if cs.leases == nil {
+			cs.leases = make(leaseSet)
+		}
+		cs.leases[id] = exp
+	}
+	if call.Cap > 0 {
+		ts := t.tools[call.Tool]
+		if ts == nil {
+			ts = make(leaseSet)
+			t.tools[call.Tool] = ts
+		}
+		ts[id] = exp
+	}
+	return id
 }
 
 // Renew moves the expiry of lease id, held by caller (and tool), to

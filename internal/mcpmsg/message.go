@@ -120,7 +120,56 @@ func Parse(body []byte) (Message, error) {
 	return m, nil
 }
 
+// parseBatch reads the batch at b[i] == '[' into m: the first request in
+// it (or its first message), and the count of all.
 func parseBatch(b []byte, i int, m *Message) (int, error) {
+	return eachInBatch(b, i, func(one *Message) error {
+		m.Count++
+		m.HasInitialize = m.HasInitialize || one.HasInitialize
+		if m.Kind == KindInvalid || (m.Kind != KindRequest && one.Kind == KindRequest) {
+			one.Batch, one.Count, one.HasInitialize = true, m.Count, m.HasInitialize
+			*m = *one
+		}
+		return nil
+	})
+}
+
+// ErrBatchTooLarge: a batch of more messages than allowed (JSON-RPC -32600).
+var ErrBatchTooLarge = errors.New("parsing json-rpc batch: too many messages")
+
+// SplitBatch returns the messages of a batch body, each classified as Parse
+// classifies a message that comes alone. It is strict: the body is one JSON
+// array of 1 to max objects (max <= 0: any number), each a JSON-RPC 2.0
+// message, and nothing else. An empty array, an element that is not an
+// object (a nested array, a number, null) or not a message is
+// ErrInvalidRequest (JSON-RPC 2.0 section 6); bytes that are not JSON are
+// ErrParse; one element past max is ErrBatchTooLarge, found without
+// reading the elements after it.
+func SplitBatch(body []byte, max int) ([]Message, error) {
+	i := skipWS(body, 0)
+	if i >= len(body) || body[i] != '[' {
+		return nil, ErrInvalidRequest
+	}
+	var out []Message
+	end, err := eachInBatch(body, i, func(one *Message) error {
+		if max > 0 && len(out) == max {
+			return ErrBatchTooLarge
+		}
+		out = append(out, *one)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if skipWS(body, end) != len(body) {
+		return nil, ErrParse
+	}
+	return out, nil
+}
+
+// eachInBatch walks the batch at b[i] == '[' and calls fn with each message
+// in it, in order. It returns the offset past the batch.
+func eachInBatch(b []byte, i int, fn func(one *Message) error) (int, error) {
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, ErrInvalidRequest // an empty batch is invalid (JSON-RPC 2.0 section 6)
@@ -133,6 +182,7 @@ func parseBatch(b []byte, i int, m *Message) (int, error) {
 		var one Message
 		end, err := 0, error(nil)
 		if b[i] == '{' {
+			one.Count = 1
 			end, err = parseOne(b, i, &one)
 		} else {
 			if end, err = skipValue(b, i, 1); err == nil {
@@ -141,14 +191,11 @@ func parseBatch(b []byte, i int, m *Message) (int, error) {
 				err = ErrParse
 			}
 		}
+		if err == nil {
+			err = fn(&one)
+		}
 		if err != nil {
 			return 0, err
-		}
-		m.Count++
-		m.HasInitialize = m.HasInitialize || one.HasInitialize
-		if m.Kind == KindInvalid || (m.Kind != KindRequest && one.Kind == KindRequest) {
-			one.Batch, one.Count, one.HasInitialize = true, m.Count, m.HasInitialize
-			*m = one
 		}
 		i = skipWS(b, end)
 		if i >= len(b) {

@@ -38,6 +38,9 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"a renewal after release takes nothing", testRenewAfterRelease},
 		{"callers are apart", testCallersApart},
 		{"concurrent acquires never exceed the limit", testConcurrentAcquires},
+		{"a batch takes a token for each call, all or none", testBatchTokens},
+		{"a batch takes a slot and a tool place for each call, all or none", testBatchLeases},
+		{"concurrent batches never exceed the limit", testConcurrentBatches},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newHarness(t)) })
