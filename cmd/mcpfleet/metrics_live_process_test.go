@@ -82,7 +82,11 @@ func TestAlertAndDashboardMetricsAreLive(t *testing.T) {
 	servers["c"].Close()
 	var page string
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		page = scrape(t, metricsURL)
+		code, body := probeStatus(t, metricsURL)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", metricsURL, code, body)
+		}
+		page = body
 		if strings.Contains(page, `mcpfleet_replica_state{replica="c",state="down"} 1`) {
 			break
 		}
@@ -103,19 +107,4 @@ func TestAlertAndDashboardMetricsAreLive(t *testing.T) {
 	if m := missingMetrics(uses, exposed); len(m) > 0 {
 		t.Errorf("metrics the alert rules or the dashboard use are not on a live gateway's /metrics:\n%s", strings.Join(m, "\n"))
 	}
-}
-
-// scrape returns the page at u.
-func scrape(t *testing.T, u string) string {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v", u, resp.StatusCode, err)
-	}
-	return string(b)
 }
