@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: on a fresh machine it installs what the tests need, then
 # runs vet, staticcheck, the race-enabled test suite, the container image's
-# and the Helm chart's checks (deploy/), short fuzz runs of
+# and the Helm chart's checks and the alert rules' (deploy/), short fuzz runs of
 # every parser of untrusted bytes, the benchmarks once, and the official MCP
 # conformance suite through the gateway (scripts/conformance.sh).
 #
