@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: on a fresh machine it installs what the tests need, then
 # runs vet, staticcheck, the race-enabled test suite, the container image's
-# and the Helm chart's checks (deploy/), short fuzz runs of
+# and the Helm chart's checks and the alert rules' (deploy/), short fuzz runs of
 # every parser of untrusted bytes, the benchmarks once, and the official MCP
 # conformance suite through the gateway (scripts/conformance.sh).
 #
@@ -52,6 +52,7 @@ install_balancers() {
 	command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]] || missing+=(chromium)
 	[[ -s /etc/ssl/certs/ca-certificates.crt ]] || missing+=(ca-certificates) # the container image's CA bundle
 	command -v git >/dev/null || missing+=(git)                                 # the image's build time and version
+	command -v promtool >/dev/null || missing+=(prometheus)                     # promtool, for the alert rules
 	((${#missing[@]})) || return 0
 	if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
 		echo "scripts/test.sh: ${missing[*]} missing and cannot be installed here; their tests will be skipped" >&2
@@ -79,6 +80,9 @@ if command -v npm >/dev/null; then
 fi
 if command -v chromium >/dev/null || [[ -x /usr/bin/chromium ]]; then
 	export MCPFLEET_REQUIRE_CHROMIUM=1 # the lab's browser test
+fi
+if command -v promtool >/dev/null; then
+	export MCPFLEET_REQUIRE_PROMTOOL=1 # the alert rules' checks
 fi
 
 # Jaeger for the tracing test: built from the Go module proxy (about ten
@@ -195,6 +199,24 @@ tracing_jaeger() {
 		go test -count=1 -run '^TestTracesInJaeger$' -v ./cmd/mcpfleet
 }
 run "tracing: a real Jaeger (built from the Go module proxy) shows client, gateway, attempt and replica in one trace" tracing_jaeger
+
+# The alert rules (deploy/prometheus), checked and unit-tested by promtool
+# (Debian's prometheus package). Without it the step is skipped, unless CI
+# is true or it was installed above: then it fails.
+prometheus_rules() {
+	if ! command -v promtool >/dev/null; then
+		if [[ "${CI:-}" == true || "${MCPFLEET_REQUIRE_PROMTOOL:-}" == 1 ]]; then
+			echo "promtool not installed (Debian package prometheus)" >&2
+			return 1
+		fi
+		echo "promtool not installed (Debian package prometheus): skipped; CI=true fails instead"
+		return 0
+	fi
+	cd deploy/prometheus
+	promtool check rules alerts.yaml
+	promtool test rules alerts_test.yaml
+}
+run "deploy/prometheus: the alert rules, checked and unit-tested by promtool" prometheus_rules
 
 # Every Fuzz function in the tree, each run on its own for a short while.
 # fuzz_one PKG FN: a failure counts when it wrote a failing input, or when it

@@ -50,6 +50,7 @@ var kinds = map[schema.GroupVersionKind]bool{
 	autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"):       true,
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):                  true,
 	monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind): true,
+	monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.PrometheusRuleKind):  true,
 }
 
 // decoder is apimachinery's JSON/YAML serializer in strict mode: an unknown

@@ -215,6 +215,7 @@ func newMetrics(g *Gateway) *Metrics {
 			return 0 // a shared registry is counted by its store
 		}),
 	)
+	m.zeroSeries()
 	return m
 }
 
