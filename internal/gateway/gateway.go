@@ -103,7 +103,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		fleet:         fleet,
 		keys:          keys,
 		tasks:         o.Tasks,
-		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize),
+		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize, o.Proxies),
 		log:           log,
 		base:          base,
 		cancel:        cancel,
