@@ -184,6 +184,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor == 1 && g.draining.Load() {
 		w = &closingWriter{ResponseWriter: w}
 	}
+	if ambiguousPath(requestPath(r)) {
+		g.refusePath(w, r)
+		return
+	}
 	switch r.URL.Path {
 	case g.opts.Path:
 	case "/healthz":
