@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,8 +105,8 @@ func TestAmbiguousPath(t *testing.T) {
 	}
 }
 
-// TestAmbiguousPathsRefused: behind both servers the gateway runs on, each
-// spelling gets 400 and no replica hears of it, on the MCP path, the OAuth
+// TestAmbiguousPathsRefused: behind both servers the gateway runs on (and
+// net/http's over HTTP/2), each spelling gets 400 and no replica hears of it, on the MCP path, the OAuth
 // discovery documents, a configured passthrough prefix and the rest; the
 // plain paths reach the replica.
 func TestAmbiguousPathsRefused(t *testing.T) {
@@ -118,6 +119,31 @@ func TestAmbiguousPathsRefused(t *testing.T) {
 	defer backend.Close()
 	gw := startGatewayOn(t, []upstream.Spec{{Name: "b", URL: backend.URL + "/mcp"}},
 		&Options{PassthroughPaths: []string{"/oauth/"}}, io.Discard)
+	t.Run("h2", func(t *testing.T) {
+		mcpURL, client := startH2Front(t, gw)
+		u, _ := url.Parse(mcpURL)
+		for _, target := range append(ambiguousTargets, plainTargets...) {
+			if !strings.HasPrefix(target, "/") || strings.HasPrefix(target, "//") {
+				continue // absolute form is HTTP/1.1's; Go's client reads "//x" as an authority
+			}
+			want := http.StatusBadRequest
+			if slices.Contains(plainTargets, target) {
+				want = http.StatusOK
+			}
+			// Opaque goes out as :path byte for byte.
+			req := &http.Request{Method: http.MethodGet, Header: http.Header{},
+				URL: &url.URL{Scheme: u.Scheme, Host: u.Host, Opaque: target}}
+			before := hits.Load()
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("%q: %v", target, err)
+			}
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 || resp.StatusCode != want || (want == http.StatusBadRequest) != (hits.Load() == before) {
+				t.Errorf("%q over HTTP/%d: status %d, replica hits %d; want %d", target, resp.ProtoMajor, resp.StatusCode, hits.Load()-before, want)
+			}
+		}
+	})
 	for _, server := range []string{"h1", "std"} {
 		t.Run(server, func(t *testing.T) {
 			front := newFrontOn(server, gw)
