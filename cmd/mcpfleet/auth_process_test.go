@@ -20,8 +20,9 @@ import (
 )
 
 // TestServeVerifiesTokens: `serve` with auth.jwks_file refuses a request
-// without a valid token (401 and a challenge) and serves a valid one; a key
-// file that does not load stops it from starting.
+// without a valid token (401 and a challenge), or with one valid for a
+// century, and serves a valid one; a key file that does not load, or no
+// audience, stops it from starting.
 func TestServeVerifiesTokens(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -37,12 +38,22 @@ func TestServeVerifiesTokens(t *testing.T) {
 	if a, err := tryCall(gws[0], tok, 0); err != nil || a.status != 200 {
 		t.Fatalf("a valid token: %+v %v", a, err)
 	}
+	century := signTokenFor(k, "mcp", 100*365*24*time.Hour)
+	if a, err := tryCall(gws[0], century, 0); err != nil || a.status != 401 {
+		t.Fatalf("a token valid for 100 years: %+v %v, want 401 under the default auth.max_token_lifetime", a, err)
+	}
 	// No keys, no start.
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("listen: 127.0.0.1:0\n"+ups+"auth: {jwks_file: '"+filepath.Join(dir, "missing.json")+"', issuers: [i]}\n"), 0o600)
+	os.WriteFile(bad, []byte("listen: 127.0.0.1:0\n"+ups+"auth: {jwks_file: '"+filepath.Join(dir, "missing.json")+"', issuers: [i], audiences: [mcp]}\n"), 0o600)
 	code, _, stderr := runCmd(t, t.Context(), "serve", "--config", bad)
-	if code != 2 || !strings.Contains(stderr, "auth") {
+	if code != 2 || !strings.Contains(stderr, "jwks") {
 		t.Fatalf("serve with a missing key file: exit %d, %s", code, stderr)
+	}
+	// No audience, no start: every other resource's token would do.
+	os.WriteFile(bad, []byte("listen: 127.0.0.1:0\n"+ups+"auth: {jwks_file: '"+keys+"', issuers: [i]}\n"), 0o600)
+	code, _, stderr = runCmd(t, t.Context(), "serve", "--config", bad)
+	if code != 2 || !strings.Contains(stderr, "auth.audiences") || !strings.Contains(stderr, "RFC 8707") {
+		t.Fatalf("serve without an audience: exit %d, %s", code, stderr)
 	}
 }
 
@@ -102,8 +113,15 @@ func writeJWKS(t *testing.T) (*ecdsa.PrivateKey, string) {
 
 // signToken is alice's token from https://idp for audience, an hour long.
 func signToken(k *ecdsa.PrivateKey, audience string) string {
+	return signTokenFor(k, audience, time.Hour)
+}
+
+// signTokenFor is alice's token from https://idp for audience, issued now
+// and valid for d.
+func signTokenFor(k *ecdsa.PrivateKey, audience string, d time.Duration) string {
 	s, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k"))
+	now := time.Now()
 	tok, _ := josejwt.Signed(s).Claims(josejwt.Claims{Issuer: "https://idp", Subject: "alice", Audience: josejwt.Audience{audience},
-		Expiry: josejwt.NewNumericDate(time.Now().Add(time.Hour))}).Serialize()
+		IssuedAt: josejwt.NewNumericDate(now), Expiry: josejwt.NewNumericDate(now.Add(d))}).Serialize()
 	return tok
 }

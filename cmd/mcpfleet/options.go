@@ -207,7 +207,12 @@ func verifyOptions(c *config.Config) (identity.VerifyOptions, identity.KeySource
 	if !a.On() {
 		return identity.VerifyOptions{}, identity.KeySource{}, false
 	}
-	return identity.VerifyOptions{Issuers: a.Issuers, Audiences: a.Audiences, ClockSkew: time.Duration(a.ClockSkew)},
+	lifetime := time.Duration(a.MaxTokenLifetime)
+	if lifetime == 0 {
+		lifetime = -1 // auth.max_token_lifetime: 0 turns the bound off
+	}
+	return identity.VerifyOptions{Issuers: a.Issuers, Audiences: a.Audiences, AudiencesAny: a.AudiencesAny,
+			ClockSkew: time.Duration(a.ClockSkew), MaxLifetime: lifetime},
 		identity.KeySource{File: a.JWKSFile, URL: a.JWKSURL, Refresh: time.Duration(a.JWKSRefresh)}, true
 }
 

@@ -142,3 +142,26 @@ func TestGCPercentFor(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyOptionsTokenRules: auth.max_token_lifetime reaches the
+// verifier (0, no bound, as a negative bound; unset, a day) and so does
+// auth.audiences_any.
+func TestVerifyOptionsTokenRules(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want time.Duration
+	}{
+		{"", 24 * time.Hour},
+		{", max_token_lifetime: 1h", time.Hour},
+		{", max_token_lifetime: 0s", -1},
+	} {
+		c, err := config.Parse([]byte("upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\nauth: {jwks_file: k.json, issuers: [i], audiences_any: true" + tt.yaml + "}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _, on := verifyOptions(&c)
+		if !on || o.MaxLifetime != tt.want || !o.AudiencesAny {
+			t.Errorf("%q: verify options %+v, want MaxLifetime %s and AudiencesAny", tt.yaml, o, tt.want)
+		}
+	}
+}

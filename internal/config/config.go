@@ -274,9 +274,14 @@ type Auth struct {
 	// JWKSRefresh is how often the keys are read again.
 	JWKSRefresh Duration `yaml:"jwks_refresh"`
 	// Issuers are the accepted iss values; Audiences the accepted aud
-	// values (empty: not checked).
+	// values (empty: refused unless AudiencesAny).
 	Issuers   []string `yaml:"issuers"`
 	Audiences []string `yaml:"audiences"`
+	// AudiencesAny, with no Audiences, accepts any aud on purpose.
+	AudiencesAny bool `yaml:"audiences_any"`
+	// MaxTokenLifetime bounds a token's exp - iat (exp - now without iat);
+	// 0 means no bound.
+	MaxTokenLifetime Duration `yaml:"max_token_lifetime"`
 	// ClockSkew is the leeway on exp, nbf and iat.
 	ClockSkew Duration `yaml:"clock_skew"`
 	// ResourceMetadata is the URL a 401's challenge names; "" means the
@@ -340,7 +345,8 @@ func Default() Config {
 		RedisMode:   "single",
 		Limits: Limits{Store: "memory", Methods: []string{"tools/call"}, OnStoreError: "open",
 			LeaseTTL: Duration(30 * time.Second), MaxCallers: 100_000},
-		Auth: Auth{JWKSRefresh: Duration(5 * time.Minute), ClockSkew: Duration(30 * time.Second)},
+		Auth: Auth{JWKSRefresh: Duration(5 * time.Minute), ClockSkew: Duration(30 * time.Second),
+			MaxTokenLifetime: Duration(identity.DefaultMaxLifetime)},
 		Cache: Cache{Mode: "off", TTL: Duration(time.Minute), MaxTTL: Duration(time.Hour),
 			MaxBytes: 64 << 20, MaxEntryBytes: 1 << 20},
 		IdempotencyLease: Duration(15 * time.Minute),
@@ -741,14 +747,12 @@ func (c *Config) validateAuth(bad func(string, string, ...any)) {
 	switch {
 	case a.JWKSFile != "" && a.JWKSURL != "":
 		bad("auth.jwks_file", "use either auth.jwks_file or auth.jwks_url, not both")
-	case !a.On() && (len(a.Issuers) > 0 || len(a.Audiences) > 0 || a.ResourceMetadata != ""):
+	case !a.On() && (len(a.Issuers) > 0 || len(a.Audiences) > 0 || a.AudiencesAny || a.ResourceMetadata != ""):
 		bad("auth.issuers", "verification needs auth.jwks_file or auth.jwks_url")
 	case a.On() && len(a.Issuers) == 0:
 		bad("auth.issuers", "name at least one accepted issuer")
 	}
-	if a.JWKSURL != "" && !strings.HasPrefix(a.JWKSURL, "https://") && !strings.HasPrefix(a.JWKSURL, "http://") {
-		bad("auth.jwks_url", "want an https:// URL, got %q", a.JWKSURL)
-	}
+	c.validateTokens(bad)
 	if a.ResourceMetadata != "" && !strings.HasPrefix(a.ResourceMetadata, "https://") && !strings.HasPrefix(a.ResourceMetadata, "http://") {
 		bad("auth.resource_metadata", "want an https:// URL, got %q", a.ResourceMetadata)
 	}

@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/h1"
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -34,12 +36,13 @@ type forwarder interface {
 // httpForwarder forwards over net/http's Transport with a per-replica pool of
 // kept-alive connections.
 type httpForwarder struct {
-	t *http.Transport
+	t       *http.Transport
+	proxies *identity.Proxies // who may name the client; nil: nobody
 }
 
 var _ forwarder = (*httpForwarder)(nil)
 
-func newHTTPForwarder(dialTimeout time.Duration) *httpForwarder {
+func newHTTPForwarder(dialTimeout time.Duration, proxies *identity.Proxies) *httpForwarder {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	return &httpForwarder{t: &http.Transport{
 		DialContext:         d.DialContext,
@@ -49,7 +52,7 @@ func newHTTPForwarder(dialTimeout time.Duration) *httpForwarder {
 		// Bodies pass through as the replica encoded them.
 		DisableCompression: true,
 		ForceAttemptHTTP2:  false,
-	}}
+	}, proxies: proxies}
 }
 
 // forward sends the request. delivered is false only when no byte of the
@@ -97,7 +100,7 @@ func (f *httpForwarder) forwardAt(ctx context.Context, base *url.URL, in *http.R
 		}
 		out.ContentLength = int64(len(body))
 	}
-	copyRequestHeader(out.Header, in)
+	copyRequestHeader(out.Header, in, f.proxies)
 	if sessionID != "" {
 		out.Header.Set("Mcp-Session-Id", sessionID)
 	}
@@ -127,30 +130,18 @@ func isHop(k string) bool {
 
 // forwardsField reports whether the client's field k goes to the replica
 // as it is: not a hop-by-hop field (nor one its Connection field names),
-// not one the gateway sets itself. Accept-Encoding stays behind because the
-// relay must see SSE event boundaries to flush events and place
-// keep-alives, so replicas answer uncompressed (loopback or a LAN between
-// gateway and replica gains little from compression anyway).
-func forwardsField(k string, connection []string) bool {
+// not one the gateway sets itself or a proxy would (claimsOrigin), nor
+// trusted, the field trusted proxies name the client in. Accept-Encoding
+// stays behind because the relay must see SSE event boundaries to flush
+// events and place keep-alives, so replicas answer uncompressed (loopback
+// or a LAN between gateway and replica gains little from compression
+// anyway).
+func forwardsField(k string, connection []string, trusted string) bool {
 	switch k {
-	case "Accept-Encoding", "Content-Length", "Host", "Expect",
-		"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto":
+	case "Accept-Encoding", "Content-Length", "Host", "Expect", trusted:
 		return false
 	}
-	return !isHop(k) && !(len(connection) > 0 && listedIn(connection, k))
-}
-
-// forwardedFor is the X-Forwarded-For value: the client's own list, then
-// the client's address; "" if the address does not parse.
-func forwardedFor(in *http.Request) string {
-	ip, _, err := net.SplitHostPort(in.RemoteAddr)
-	if err != nil {
-		return ""
-	}
-	if prior := in.Header.Values("X-Forwarded-For"); len(prior) > 0 {
-		return joinComma(prior) + ", " + ip
-	}
-	return ip
+	return !claimsOrigin(k) && !isHop(k) && !(len(connection) > 0 && listedIn(connection, k))
 }
 
 func forwardedProto(in *http.Request) string {
@@ -160,15 +151,23 @@ func forwardedProto(in *http.Request) string {
 	return "http"
 }
 
-func copyRequestHeader(dst http.Header, in *http.Request) {
-	connection := in.Header["Connection"]
+// copyRequestHeader sets in dst the fields the replica gets: the client's
+// that forwardsField lets through, then the gateway's own X-Forwarded-For,
+// X-Forwarded-Host and X-Forwarded-Proto, and Forwarded in place of the
+// client's when it sent one.
+func copyRequestHeader(dst http.Header, in *http.Request, p *identity.Proxies) {
+	connection, trusted := in.Header["Connection"], p.Header()
 	for k, vv := range in.Header {
-		if forwardsField(k, connection) {
+		if forwardsField(k, connection, trusted) {
 			dst[k] = vv
 		}
 	}
-	if xff := forwardedFor(in); xff != "" {
-		dst.Set("X-Forwarded-For", xff)
+	var buf [4]netip.Addr
+	if chain := clientChain(buf[:0], in, p); len(chain) > 0 {
+		dst.Set("X-Forwarded-For", string(appendXFF(nil, chain)))
+		if _, ok := in.Header["Forwarded"]; ok {
+			dst.Set("Forwarded", string(appendForwarded(nil, chain, in.Host, forwardedProto(in))))
+		}
 	}
 	dst.Set("X-Forwarded-Host", in.Host)
 	dst.Set("X-Forwarded-Proto", forwardedProto(in))
@@ -192,19 +191,22 @@ func removeHop(h http.Header) {
 // goroutine that serves the client writing the request and reading the
 // answer itself; https replicas go through net/http.
 type leanForwarder struct {
-	pool *h1.Pool
-	tls  *httpForwarder
+	pool    *h1.Pool
+	tls     *httpForwarder
+	proxies *identity.Proxies // who may name the client; nil: nobody
 }
 
 var _ forwarder = (*leanForwarder)(nil)
 
 // newLeanForwarder returns the forwarder of plain and TLS replicas; a
-// positive maxConns bounds the connections open to each replica.
-func newLeanForwarder(dialTimeout time.Duration, maxConns int) *leanForwarder {
+// positive maxConns bounds the connections open to each replica; proxies
+// (nil: nobody) may name the client to them.
+func newLeanForwarder(dialTimeout time.Duration, maxConns int, proxies *identity.Proxies) *leanForwarder {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	f := &leanForwarder{
-		pool: h1.NewPool(d.DialContext, 1024, 90*time.Second),
-		tls:  newHTTPForwarder(dialTimeout),
+		pool:    h1.NewPool(d.DialContext, 1024, 90*time.Second),
+		tls:     newHTTPForwarder(dialTimeout, proxies),
+		proxies: proxies,
 	}
 	f.pool.SetMaxConns(maxConns)
 	f.tls.t.MaxConnsPerHost = max(0, maxConns)
@@ -233,7 +235,7 @@ func (f *leanForwarder) forwardAt(ctx context.Context, u *url.URL, in *http.Requ
 		Method:  in.Method,
 		Target:  target,
 		Host:    u.Host,
-		Fields:  appendFields((*bp)[:0], in, sessionID),
+		Fields:  appendFields((*bp)[:0], in, sessionID, f.proxies),
 		Body:    body,
 		HasBody: body != nil,
 	}
@@ -250,10 +252,10 @@ func (f *leanForwarder) close() {
 
 // appendFields writes the client's header fields as the replica gets them,
 // as copyRequestHeader does, without building a header map.
-func appendFields(b []byte, in *http.Request, sessionID string) []byte {
-	connection := in.Header["Connection"]
+func appendFields(b []byte, in *http.Request, sessionID string, p *identity.Proxies) []byte {
+	connection, trusted := in.Header["Connection"], p.Header()
 	for k, vv := range in.Header {
-		if !forwardsField(k, connection) || (sessionID != "" && k == "Mcp-Session-Id") {
+		if !forwardsField(k, connection, trusted) || (sessionID != "" && k == "Mcp-Session-Id") {
 			continue
 		}
 		for _, v := range vv {
@@ -263,11 +265,18 @@ func appendFields(b []byte, in *http.Request, sessionID string) []byte {
 	if sessionID != "" {
 		b = h1.AppendField(b, "Mcp-Session-Id", sessionID)
 	}
-	if xff := forwardedFor(in); xff != "" {
-		b = h1.AppendField(b, "X-Forwarded-For", xff)
+	proto := forwardedProto(in)
+	var buf [4]netip.Addr
+	if chain := clientChain(buf[:0], in, p); len(chain) > 0 {
+		b = append(b, "X-Forwarded-For: "...)
+		b = append(appendXFF(b, chain), '\r', '\n')
+		if _, ok := in.Header["Forwarded"]; ok {
+			b = append(b, "Forwarded: "...)
+			b = append(appendForwarded(b, chain, in.Host, proto), '\r', '\n')
+		}
 	}
 	b = h1.AppendField(b, "X-Forwarded-Host", in.Host)
-	return h1.AppendField(b, "X-Forwarded-Proto", forwardedProto(in))
+	return h1.AppendField(b, "X-Forwarded-Proto", proto)
 }
 
 // listedIn reports whether a Connection header names the field k.

@@ -117,7 +117,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		fleet:         fleet,
 		keys:          keys,
 		tasks:         o.Tasks,
-		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize),
+		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize, o.Proxies),
 		log:           log,
 		base:          base,
 		cancel:        cancel,
@@ -197,6 +197,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// already on its way.
 	if r.ProtoMajor == 1 && g.draining.Load() {
 		w = &closingWriter{ResponseWriter: w}
+	}
+	if ambiguousPath(requestPath(r)) {
+		g.refusePath(w, r)
+		return
 	}
 	switch r.URL.Path {
 	case g.opts.Path:

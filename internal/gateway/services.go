@@ -53,6 +53,10 @@ func (s *Services) List() []Service { return *s.list.Load() }
 
 func (s *Services) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	list := s.List()
+	if ambiguousPath(requestPath(r)) {
+		writeError(w, errPath, nil) // before a service is picked by its path (path.go)
+		return
+	}
 	switch r.URL.Path {
 	case "/healthz":
 		if len(list) > 0 {

@@ -38,6 +38,13 @@ var rqSeeds = []string{
 	"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
 	"GET / HTTP/1.0\r\nConnection: close\r\nConnection: keep-alive\r\n\r\n",
 	"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 007\r\n\r\n",
+	// Targets the gateway refuses (gateway/path.go), which both readers
+	// must hand on as written, and fields it never passes on.
+	"GET /.well-known/oauth-protected-resource/../../admin HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /oauth/%2e%2E/mcp?x=1 HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /oauth%2f..%5c..\\admin HTTP/1.1\r\nHost: a\r\n\r\n",
+	"POST /mcp HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 6.6.6.6\r\nForwarded: for=\"[2001:db8::1]\";proto=https\r\n" +
+		"X-Real-IP: 6.6.6.6\r\nX-Forwarded-Prefix: /admin\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nContent-Length: 0\r\n\r\n",
 	"GET / HTTP/1.1\r\nHost: \xc3\xa9\r\nX-A:\t v \t\r\n\r\n",
 	"PUT /x HTTP/1.1\r\nHost: \t example.com:443 \t\r\nContent-Length:  3 \r\nConnection: Keep-Alive \r\n\r\nabc",
 	"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 05\r\n\r\nhello",

@@ -85,6 +85,49 @@ func TestClientAddr(t *testing.T) {
 	}
 }
 
+// TestAppendChain: the chain a replica is told of is the client ClientAddr
+// finds and the trusted hops after it; what the client wrote left of
+// itself, and every hop an untrusted peer claims, are left out.
+func TestAppendChain(t *testing.T) {
+	xff := testProxies(t, "X-Forwarded-For")
+	tests := []struct {
+		name   string
+		p      *Proxies
+		remote string
+		values []string
+		want   string // the chain, ", "-joined; "" means ok is false
+	}{
+		{"untrusted peer alone", xff, "203.0.113.9:5000", []string{"6.6.6.6"}, "203.0.113.9"},
+		{"nil trusts nobody", nil, "10.0.0.1:5000", []string{"6.6.6.6"}, "10.0.0.1"},
+		{"trusted peer without header", xff, "10.0.0.1:5000", nil, "10.0.0.1"},
+		{"client through two proxies", xff, "10.0.0.1:5000", []string{"198.51.100.7, 10.0.0.2"}, "198.51.100.7, 10.0.0.2, 10.0.0.1"},
+		{"spoof left of the client dropped", xff, "10.0.0.1:5000", []string{"6.6.6.6, 198.51.100.7"}, "198.51.100.7, 10.0.0.1"},
+		{"several lines", xff, "10.0.0.1:5000", []string{"6.6.6.6", "198.51.100.7", "10.0.0.3"}, "198.51.100.7, 10.0.0.3, 10.0.0.1"},
+		{"all trusted", xff, "10.0.0.1:5000", []string{"10.0.0.3, 10.0.0.2"}, "10.0.0.3, 10.0.0.2, 10.0.0.1"},
+		{"garbage stops the walk", xff, "10.0.0.1:5000", []string{"198.51.100.7, unknown, 10.0.0.2"}, "10.0.0.2, 10.0.0.1"},
+		{"ipv6 and ports", xff, "[2001:db8::1]:443", []string{"[2600::1]:80, 2001:db8::2"}, "2600::1, 2001:db8::2, 2001:db8::1"},
+		{"unparseable peer", xff, "nope", []string{"198.51.100.7"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chain, ok := tt.p.AppendChain(nil, tt.remote, tt.values)
+			if tt.want == "" {
+				if ok || len(chain) != 0 {
+					t.Errorf("AppendChain(%q) = %v, %v; want nothing, false", tt.remote, chain, ok)
+				}
+				return
+			}
+			got := make([]string, len(chain))
+			for i, a := range chain {
+				got[i] = a.String()
+			}
+			if diff := cmp.Diff(tt.want, strings.Join(got, ", ")); !ok || diff != "" {
+				t.Errorf("AppendChain(%q, %q) ok %v (-want +got):\n%s", tt.remote, tt.values, ok, diff)
+			}
+		})
+	}
+}
+
 func TestNewProxies(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -168,7 +168,29 @@ func FuzzClientAddr(f *testing.F) {
 		if got != peer && !inHeader(got, values) {
 			t.Errorf("ClientAddr(%q, %q) = %v, which is neither the peer nor in the header", remote, values, got)
 		}
+		checkChain(t, p, remote, values, got, peer)
 	})
+}
+
+// checkChain holds AppendChain to ClientAddr: the chain runs from the
+// client ClientAddr found to the peer, every hop after the client trusted,
+// and it appends to what dst held.
+func checkChain(t *testing.T, p *Proxies, remote string, values []string, client, peer netip.Addr) {
+	t.Helper()
+	sentinel := netip.MustParseAddr("192.0.2.255")
+	chain, ok := p.AppendChain([]netip.Addr{sentinel}, remote, values)
+	if !ok || len(chain) < 2 || chain[0] != sentinel {
+		t.Fatalf("AppendChain(%q, %q) = %v, %v; want the sentinel then the chain", remote, values, chain, ok)
+	}
+	chain = chain[1:]
+	if chain[0] != client || chain[len(chain)-1] != peer {
+		t.Errorf("AppendChain(%q, %q) = %v; want it from %v to %v", remote, values, chain, client, peer)
+	}
+	for _, hop := range chain[1:] {
+		if !p.trusts(hop) {
+			t.Errorf("AppendChain(%q, %q) = %v: %v after the client is not trusted", remote, values, chain, hop)
+		}
+	}
 }
 
 // referenceParse parses an address, with or without a port, by trying

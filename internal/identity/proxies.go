@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -131,8 +132,35 @@ func (p *Proxies) ClientAddr(remoteAddr string, headerValues []string) (netip.Ad
 	if !ok {
 		return netip.Addr{}, false
 	}
+	client, _ := p.walk(peer, headerValues, nil, false)
+	return client, true
+}
+
+// AppendChain appends to dst the hops ClientAddr walks, in the order the
+// request passed them: the client, each trusted proxy between it and the
+// peer, then the peer (X-Forwarded-For's order). Hops left of the client,
+// which no trusted proxy vouches for, are not in it, so an untrusted peer's
+// chain is the peer alone. If remoteAddr cannot be parsed, AppendChain
+// returns dst unchanged and false.
+func (p *Proxies) AppendChain(dst []netip.Addr, remoteAddr string, headerValues []string) ([]netip.Addr, bool) {
+	peer, ok := parseHop(remoteAddr)
+	if !ok {
+		return dst, false
+	}
+	start := len(dst)
+	_, dst = p.walk(peer, headerValues, dst, true)
+	slices.Reverse(dst[start:])
+	return dst, true
+}
+
+// walk finds the client from the peer as ClientAddr says; with record, it
+// appends each hop it takes to dst, the peer first and the client last.
+func (p *Proxies) walk(peer netip.Addr, headerValues []string, dst []netip.Addr, record bool) (netip.Addr, []netip.Addr) {
+	if record {
+		dst = append(dst, peer)
+	}
 	if !p.trusts(peer) {
-		return peer, true
+		return peer, dst
 	}
 	last := peer
 	for i := len(headerValues) - 1; i >= 0; i-- {
@@ -148,15 +176,18 @@ func (p *Proxies) ClientAddr(remoteAddr string, headerValues []string) (netip.Ad
 			}
 			hop, ok := parseHop(elem)
 			if !ok {
-				return last, true
+				return last, dst
+			}
+			if record {
+				dst = append(dst, hop)
 			}
 			if !p.trusts(hop) {
-				return hop, true
+				return hop, dst
 			}
 			last = hop
 		}
 	}
-	return last, true
+	return last, dst
 }
 
 // trusts reports whether a is a trusted proxy.

@@ -29,6 +29,14 @@ var (
 // DefaultClockSkew is how far exp, nbf and iat may be off.
 const DefaultClockSkew = 30 * time.Second
 
+// DefaultMaxLifetime bounds how long a token may be valid for: a token
+// that leaks is good to whoever holds it until it expires.
+const DefaultMaxLifetime = 24 * time.Hour
+
+// ErrNoAudience means a verifier was asked for with no audience and
+// without AudiencesAny.
+var ErrNoAudience = errors.New("no audience: a token minted for any other resource would be accepted (RFC 8707; the MCP authorization spec's token audience validation); name this server's audience, or accept any on purpose")
+
 // algorithms are the signatures accepted: RS256, ES256 and EdDSA.
 var algorithms = []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.EdDSA}
 
@@ -37,8 +45,15 @@ type VerifyOptions struct {
 	// Issuers are the accepted iss values; at least one.
 	Issuers []string
 	// Audiences are the accepted aud values; a token must name one. Empty
-	// means the audience is not checked.
+	// is refused (ErrNoAudience) unless AudiencesAny.
 	Audiences []string
+	// AudiencesAny, with no Audiences, accepts a token whatever its aud
+	// says: only where every token the issuers mint is meant for this
+	// server.
+	AudiencesAny bool
+	// MaxLifetime bounds exp - iat (exp - now for a token without iat); 0
+	// means DefaultMaxLifetime, a negative value no bound.
+	MaxLifetime time.Duration
 	// ClockSkew is the leeway on exp, nbf and iat; 0 means
 	// DefaultClockSkew.
 	ClockSkew time.Duration
@@ -56,8 +71,14 @@ func NewVerifier(opts VerifyOptions) (*Verifier, error) {
 	if len(opts.Issuers) == 0 {
 		return nil, errors.New("creating verifier: at least one issuer is required")
 	}
+	if len(opts.Audiences) == 0 && !opts.AudiencesAny {
+		return nil, fmt.Errorf("creating verifier: %w", ErrNoAudience)
+	}
 	if opts.ClockSkew == 0 {
 		opts.ClockSkew = DefaultClockSkew
+	}
+	if opts.MaxLifetime == 0 {
+		opts.MaxLifetime = DefaultMaxLifetime
 	}
 	return &Verifier{opts: opts}, nil
 }
@@ -99,7 +120,7 @@ func (c Verified) Identity() Identity {
 // Verify checks the bearer token in an Authorization header value at now:
 // signature (RS256, ES256, EdDSA) by a key of the set, an issuer and an
 // audience accepted, exp present and not past, nbf and iat not ahead, a
-// subject present.
+// subject present, a lifetime within MaxLifetime.
 func (v *Verifier) Verify(authorization string, now time.Time) (Verified, error) {
 	tok, ok := bearer(authorization)
 	if !ok {
@@ -132,7 +153,24 @@ func (v *Verifier) Verify(authorization string, now time.Time) (Verified, error)
 	if err := c.ValidateWithLeeway(exp, v.opts.ClockSkew); err != nil {
 		return Verified{}, fmt.Errorf("%w: %w", ErrBadToken, err)
 	}
+	if v.tooLong(c, now) {
+		return Verified{}, fmt.Errorf("%w: valid for longer than %s", ErrBadToken, v.opts.MaxLifetime)
+	}
 	return Verified{Issuer: c.Issuer, Subject: c.Subject}, nil
+}
+
+// tooLong reports a token valid for longer than MaxLifetime: from its iat
+// to its exp, or without iat from now (less the clock skew, as a token
+// minted a moment ago by a clock a little ahead may say).
+func (v *Verifier) tooLong(c jwt.Claims, now time.Time) bool {
+	if v.opts.MaxLifetime < 0 {
+		return false
+	}
+	exp := c.Expiry.Time()
+	if c.IssuedAt != nil {
+		return exp.Sub(c.IssuedAt.Time()) > v.opts.MaxLifetime
+	}
+	return exp.Sub(now) > v.opts.MaxLifetime+v.opts.ClockSkew
 }
 
 // bearer returns the token of a "Bearer <token>" value, normalised as
