@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,8 +15,7 @@ import (
 )
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo")
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway `address`")
 	adminAddr := fs.String("admin", "127.0.0.1:0", "admin listener `address`: the fleet page, /api/fleet, /metrics; port 0 picks a free one")
 	replicas := fs.Int("replicas", 3, "test server replicas to start (1 to 12)")

@@ -150,9 +150,9 @@ func TestHealthUsage(t *testing.T) {
 	if _, stdout, _ := runCmd(t, context.Background(), "help"); !strings.Contains(stdout, "\n  health ") {
 		t.Errorf("usage lacks the health command:\n%s", stdout)
 	}
-	code, _, stderr := runCmd(t, context.Background(), "health", "-h")
-	if code != 0 || !strings.Contains(stderr, defaultHealthURL) || !strings.Contains(stderr, "-timeout") ||
-		!strings.Contains(stderr, "-ca-file") || !strings.Contains(stderr, "-insecure") {
-		t.Errorf("health -h: exit %d, stderr %q", code, stderr)
+	code, stdout, _ := runCmd(t, context.Background(), "health", "-h")
+	if code != 0 || !strings.Contains(stdout, defaultHealthURL) || !strings.Contains(stdout, "--timeout") ||
+		!strings.Contains(stdout, "--ca-file") || !strings.Contains(stdout, "--insecure") {
+		t.Errorf("health -h: exit %d, stdout %q", code, stdout)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -13,22 +12,9 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/lab"
 )
 
-const labUsage = `usage: mcpfleet lab [--listen ADDR]
-
-Serves the fleet lab in a browser (docs/LAB.md): one page, its assets
-embedded, backed by the simulator in-process. Open the printed address.
-
-flags:
-`
-
-// runLab runs the lab command: see labUsage.
+// runLab runs the lab command (its help: helptext.go).
 func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), labUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("lab")
 	listen := fs.String("listen", "127.0.0.1:8090", "address to serve the lab on")
 	if err := parseFlags(fs, args); err != nil {
 		return err

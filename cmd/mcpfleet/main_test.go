@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 )
 
 func runCmd(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {

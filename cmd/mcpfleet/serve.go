@@ -25,8 +25,7 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve")
 	// Flags left out keep the file's keys; the help prints the defaults of
 	// config.Default, each once: the duration flags carry them as their
 	// own defaults (applied only when given), the string flags' defaults

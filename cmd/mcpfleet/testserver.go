@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,8 +15,7 @@ import (
 )
 
 func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("testserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("testserver")
 	listen := fs.String("listen", "127.0.0.1:9001", "listener `address`")
 	name := fs.String("name", "", "replica name, the text of whoami (default: the listen address)")
 	era := fs.String("era", "both", "protocol eras served on /mcp: both, 2025 or 2026")
