@@ -608,11 +608,14 @@ func Read(path string) (Config, error) {
 }
 
 func decode(b []byte) (Config, error) {
+	if err := checkFile(b); err != nil {
+		return Config{}, err
+	}
 	c := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("parsing yaml: %w", err)
+		return Config{}, yamlError(err)
 	}
 	return c, nil
 }
