@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
@@ -19,9 +18,9 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := listenTCP("--listen", *listen)
 	if err != nil {
-		return fmt.Errorf("listening for the lab: %w", err)
+		return err
 	}
 	srv := lab.NewServer(*listen, lab.New(nil))
 	fmt.Fprintf(stdout, "mcpfleet lab: open http://%s/ (Ctrl-C to stop)\n", ln.Addr())

@@ -192,9 +192,9 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger, access
 		rg.svcs.close()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := listenTCP("listen", cfg.Listen)
 	if err != nil {
-		return fail(fmt.Errorf("listening: %w", err))
+		return fail(err)
 	}
 	rg.addr = ln.Addr()
 	if cfg.SSESendBuffer > 0 {
@@ -206,8 +206,8 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger, access
 		if adminToken, err = readAdminToken(cfg.AdminTokenFile); err != nil {
 			return fail(usageError{err}, ln)
 		}
-		if aln, err = net.Listen("tcp", cfg.Admin); err != nil {
-			return fail(fmt.Errorf("listening on admin address: %w", err), ln)
+		if aln, err = listenTCP("admin", cfg.Admin); err != nil {
+			return fail(err, ln)
 		}
 		rg.admin = aln.Addr()
 	}

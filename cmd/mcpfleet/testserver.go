@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -83,9 +82,9 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return usageError{err}
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := listenTCP("--listen", *listen)
 	if err != nil {
-		return fmt.Errorf("listening: %w", err)
+		return err
 	}
 	fmt.Fprintf(stdout, "mcpfleet testserver %s: serving MCP at http://%s/mcp\n", *name, ln.Addr())
 	err = srv.Serve(ctx, ln, *drain)
