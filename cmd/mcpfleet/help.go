@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -101,7 +102,7 @@ func writeHelp(w io.Writer, fs *flag.FlagSet) {
 	if purpose == "" {
 		purpose = commandPurpose(name)
 	}
-	fmt.Fprintf(w, "mcpfleet %s: %s\n\nusage: mcpfleet %s\n", name, purpose, cmpOr(t.usage, name+" [flags]"))
+	fmt.Fprintf(w, "mcpfleet %s: %s\n\nusage: mcpfleet %s\n", name, purpose, cmp.Or(t.usage, name+" [flags]"))
 	if t.about != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(t.about))
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,14 +26,17 @@ func listenTCP(key, addr string) (net.Listener, error) {
 	if !errors.Is(err, syscall.EADDRINUSE) || perr != nil {
 		return nil, fmt.Errorf("%s: listening on %s: %w", key, addr, err)
 	}
-	return nil, portInUse(key, addr, port, sockowner.Find("/proc", port))
+	return nil, portInUse(key, addr, port, sockowner.Find("/proc", port), os.Getpid())
 }
 
-// portInUse says that port is taken, by whom when owners say.
-func portInUse(key, addr string, port int, owners []sockowner.Owner) error {
+// portInUse says that port is taken, by whom when owners say; self is
+// this process's pid (two of its own listeners on one port).
+func portInUse(key, addr string, port int, owners []sockowner.Owner, self int) error {
 	var named, hidden []string
 	for _, o := range owners {
 		switch {
+		case o.PID == self:
+			named = append(named, "another listener of this same process (give each listener its own port)")
 		case o.PID > 0:
 			named = append(named, fmt.Sprintf("%s (pid %d)", o.Name, o.PID))
 		case o.UID >= 0:

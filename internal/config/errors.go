@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"reflect"
@@ -414,14 +415,7 @@ func yamlError(err error) error {
 	msg = goInternals.ReplaceAllStringFunc(msg, func(m string) string {
 		kind := goInternals.FindStringSubmatch(m)[1]
 		words := map[string]string{"seq": "a list", "map": "a mapping", "str": "text", "int": "a number", "bool": "true or false"}[kind]
-		return "got " + cmpOr(words, "a value") + " where another kind of value is wanted"
+		return "got " + cmp.Or(words, "a value") + " where another kind of value is wanted"
 	})
 	return errors.New(msg)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
