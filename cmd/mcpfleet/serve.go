@@ -100,6 +100,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Flags and file together must make a valid configuration; nothing
 	// starts otherwise.
 	if err := cfg.Validate(); err != nil {
+		if *path != "" && len(given) == 1 {
+			err = config.Locate(err, *path) // the file alone: its lines are true
+		}
 		return usageError{err}
 	}
 	// The log (an access log line per request) is written by one

@@ -341,7 +341,7 @@ func Load(path string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+		return Config{}, fmt.Errorf("config %s: %w", path, Locate(err, path))
 	}
 	return c, nil
 }
@@ -354,7 +354,7 @@ func Parse(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return Config{}, err
+		return Config{}, locate(err, b)
 	}
 	return c, nil
 }

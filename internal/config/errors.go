@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"regexp"
 	"sort"
@@ -418,4 +419,68 @@ func yamlError(err error) error {
 		return "got " + cmp.Or(words, "a value") + " where another kind of value is wanted"
 	})
 	return errors.New(msg)
+}
+
+// Locate adds to each error of err that names a key the file at path
+// wrote (key: ..., as Validate writes them) the key's line: "line 12:
+// limits.store: ...". Errors of keys the file does not write stay as
+// they are; a file that does not read or parse leaves err as it is.
+// Only a caller whose configuration is that file's, unchanged, should
+// ask: a key set by a flag would otherwise point at the file's line.
+func Locate(err error, path string) error {
+	b, rerr := os.ReadFile(path)
+	if err == nil || rerr != nil {
+		return err
+	}
+	return locate(err, b)
+}
+
+// locate is Locate over the file's bytes.
+func locate(err error, b []byte) error {
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
+		return err
+	}
+	lines := map[string]int{}
+	keyLines(doc.Content[0], "", lines)
+	msgs := strings.Split(err.Error(), "\n")
+	for i, m := range msgs {
+		key, _, ok := strings.Cut(m, ": ")
+		for ok && key != "" {
+			if n, found := lines[key]; found {
+				msgs[i] = fmt.Sprintf("line %d: %s", n, m)
+				break
+			}
+			key = key[:max(strings.LastIndexAny(key, ".["), 0)]
+		}
+	}
+	return locatedError{msg: strings.Join(msgs, "\n"), err: err}
+}
+
+// locatedError is a validation error with its lines; it unwraps to the
+// error without them.
+type locatedError struct {
+	msg string
+	err error
+}
+
+func (e locatedError) Error() string { return e.msg }
+func (e locatedError) Unwrap() error { return e.err }
+
+// keyLines records the line of every key path under n.
+func keyLines(n *yaml.Node, path string, out map[string]int) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := join(path, n.Content[i].Value)
+			out[p] = n.Content[i].Line
+			keyLines(n.Content[i+1], p, out)
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			out[p] = e.Line
+			keyLines(e, p, out)
+		}
+	}
 }

@@ -113,3 +113,29 @@ func TestSchemaCheckAcceptsGoodFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestValidationErrorsHaveLines: a value of the right kind that does not
+// validate is named with the line of its key, or of the nearest key above
+// it that the file writes; a key the file does not write has no line.
+func TestValidationErrorsHaveLines(t *testing.T) {
+	tests := []struct {
+		yaml string
+		want string
+	}{
+		{"upstreams:\n  - url: http://127.0.0.1:1/mcp\nbalance: random\n", "line 3: balance: "},
+		{"listen: 127.0.0.1:1\nupstreams:\n  - name: a\n    url: ftp://x/\n", "line 4: upstreams[0].url: "},
+		{"upstreams:\n  - url: http://127.0.0.1:1/mcp\nlimits:\n  rate: 1\n  store: redis\n", "line 5: limits.store: redis needs secret_file"},
+		{"listen: 127.0.0.1:1\n", "\nupstreams: at least one upstream"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.yaml))
+		if err == nil || !strings.Contains("\n"+err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+	path := t.TempDir() + "/bad.yaml"
+	os.WriteFile(path, []byte(tests[0].yaml), 0o600)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "line 3: balance: ") {
+		t.Errorf("Load: %v, want the line of balance", err)
+	}
+}
