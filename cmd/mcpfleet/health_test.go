@@ -60,7 +60,7 @@ func TestHealthCommand(t *testing.T) {
 		{"no host", []string{"http:///healthz"}, 2, "has no host"},
 		{"two URLs", []string{srv.URL, srv.URL}, 2, "unexpected argument"},
 		{"zero timeout", []string{"--timeout", "0s", srv.URL + "/healthz"}, 2, "--timeout"},
-		{"unknown flag", []string{"--cacert", "ca.pem", srv.URL}, 2, "flag provided but not defined"},
+		{"unknown flag", []string{"--cacert", "ca.pem", srv.URL}, 2, "unknown flag --cacert"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

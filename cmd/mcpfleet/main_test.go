@@ -94,6 +94,10 @@ func TestDemoServesAndStops(t *testing.T) {
 		code = run(context.Background(), []string{"demo", "--listen", addr, "--for", "3s"}, &out, &errb)
 	}()
 	testproc.WaitReady(t, "http://"+addr+"/healthz")
+	// The gateway answers before the demo has printed its addresses.
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "Ctrl-C") && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if !strings.Contains(out.String(), "http://"+addr+"/mcp") || !strings.Contains(out.String(), "curl") {
 		t.Errorf("demo output lacks the URL or the client command:\n%s", out.String())
 	}
