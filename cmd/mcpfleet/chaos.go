@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,15 +16,14 @@ import (
 // the replicas or (--roll gateways) of gateway processes behind HAProxy.
 // The table (or JSON) goes to stdout, progress to stderr.
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("chaos")
 	var c load.ChaosOptions
-	fs.StringVar(&c.Era, "era", "2026", "clients' protocol era: `2025` (2025-11-25 sessions) or 2026 (2026-07-28 stateless)")
-	fs.StringVar(&c.Roll, "roll", load.RollReplicas, "what the rolling restart restarts: `replicas`, or gateways (mcpfleet serve processes behind HAProxy, sharing a redis-server)")
+	fs.StringVar(&c.Era, "era", "2026", "clients' protocol `era`: 2025 (2025-11-25 sessions) or 2026 (2026-07-28 stateless)")
+	fs.StringVar(&c.Roll, "roll", load.RollReplicas, "the `processes` the rolling restart restarts: replicas, or gateways (mcpfleet serve processes behind HAProxy, sharing a redis-server)")
 	fs.IntVar(&c.Gateways, "gateways", 0, "gateway processes, 1 to 12 (default 1; 3 with --roll gateways); HAProxy in front of more than one")
 	fs.DurationVar(&c.Grace, "grace", 0, "a stopping replica's (or gateway's) grace for its calls after the drain delay: the drain window (default 5s)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 0, "how long a stopping replica (or gateway) says it is draining before it stops accepting (default one health interval, 200 ms; five with --roll gateways)")
-	fs.StringVar(&c.Kill, "kill", load.KillTerm, "how replicas stop: `term` (drain, grace) or kill (SIGKILL, at once)")
+	fs.StringVar(&c.Kill, "kill", load.KillTerm, "how replicas stop: `signal` term (SIGTERM: drain, then grace) or kill (SIGKILL, at once)")
 	fs.BoolVar(&c.IdempotencyKeys, "idempotency-keys", false, "every attempt of a call carries the same _meta io.mcpfleet/idempotency-key")
 	fs.DurationVar(&c.Duration, "duration", 0, "traffic, up to 10m (default 12s)")
 	fs.Float64Var(&c.Rate, "rate", 0, "Poisson arrivals, calls per second (default 15)")

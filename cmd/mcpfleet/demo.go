@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,8 +15,7 @@ import (
 )
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo")
 	listen := fs.String("listen", "127.0.0.1:8080", "gateway `address`")
 	adminAddr := fs.String("admin", "127.0.0.1:0", "admin listener `address`: the fleet page, /api/fleet, /metrics; port 0 picks a free one")
 	replicas := fs.Int("replicas", 3, "test server replicas to start (1 to 12)")
@@ -89,8 +87,24 @@ func printDemo(w io.Writer, addr string, admin net.Addr, cfg config.Config) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Ask the fleet who answers (2026-07-28, stateless: any replica may):\n\n%s\n\n", curlWhoami(url))
-	fmt.Fprintf(w, "Or connect an MCP client to %s, e.g.:\n  npx @modelcontextprotocol/inspector --transport http --server-url %s\n\nCtrl-C stops the fleet.\n", url, url)
+	fmt.Fprintf(w, "Or connect an MCP client to %s. The MCP Inspector, on Node %s or newer:\n"+
+		"  npx @modelcontextprotocol/inspector --transport http --server-url %s\n"+
+		"On Node 20 (Debian's), its last release that runs there:\n"+
+		"  npx -y @modelcontextprotocol/inspector@%s\n"+
+		"  then open the address it prints with &transport=streamable-http&serverUrl=%s added\n\n"+
+		"Ctrl-C stops the fleet.\n", url, inspectorNode, url, inspectorNode20, url)
 }
+
+// The MCP Inspector's Node versions (its package.json "engines"): its
+// releases from 0.16.0 on want Node 22.7.5 or newer, from 2.0.0 on
+// 22.19.0, and fail on Node 20, Debian's; 0.15.0, the last without that
+// bound, runs on Node 20 and reaches the gateway over Streamable HTTP, but
+// takes the transport and URL in its page's address (or its form), not
+// as flags.
+const (
+	inspectorNode   = "22.19"
+	inspectorNode20 = "0.15.0"
+)
 
 // curlWhoami is a 2026-07-28 tools/call of whoami, headers mirroring the
 // body as SEP-2243 requires.

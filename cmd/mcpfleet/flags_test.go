@@ -9,20 +9,22 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/config"
 )
 
-// flagEntries splits the flag package's help into one entry per flag: the
-// line naming it ("  -name type") and the lines of its text under it.
+// flagEntries splits a command's help into one entry per flag: the line
+// naming it ("  --name placeholder") and the lines of its text under it.
 func flagEntries(help string) map[string]string {
 	entries := map[string]string{}
 	var name string
 	for _, line := range strings.Split(help, "\n") {
 		if rest, ok := strings.CutPrefix(line, "  -"); ok {
-			name, _, _ = strings.Cut(rest, " ")
+			name, _, _ = strings.Cut(strings.TrimPrefix(rest, "-"), " ")
 			entries[name] = line
 			continue
 		}
-		if name != "" && strings.HasPrefix(line, "    \t") {
+		if name != "" && strings.HasPrefix(line, "      ") {
 			entries[name] += "\n" + line
+			continue
 		}
+		name = ""
 	}
 	return entries
 }
@@ -49,10 +51,10 @@ func TestFlagUsageDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			code, _, stderr := runCmd(t, context.Background(), append(tt.args, "-h")...)
-			entries := flagEntries(stderr)
+			code, stdout, _ := runCmd(t, context.Background(), append(tt.args, "-h")...)
+			entries := flagEntries(stdout)
 			if code != 0 || len(entries) == 0 {
-				t.Fatalf("-h: exit %d, no flags in:\n%s", code, stderr)
+				t.Fatalf("-h: exit %d, no flags in:\n%s", code, stdout)
 			}
 			for name, e := range entries {
 				if n := strings.Count(e, "(default"); n > 1 {
@@ -69,8 +71,8 @@ func TestFlagUsageDefaults(t *testing.T) {
 // TestServeFlagUsage: serve's help states config.Default's values, each
 // once, and the server flag says how it is chosen when left out.
 func TestServeFlagUsage(t *testing.T) {
-	_, _, stderr := runCmd(t, context.Background(), "serve", "-h")
-	entries := flagEntries(stderr)
+	_, stdout, _ := runCmd(t, context.Background(), "serve", "-h")
+	entries := flagEntries(stdout)
 	def := config.Default()
 	for name, want := range map[string]string{
 		"listen":                "(default " + def.Listen + ")",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,8 +18,7 @@ import (
 // replica, one column group per gateway (GET /api/fleet of each admin
 // listener), and with --drain or --resume acts on every gateway first.
 func runFleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("fleet")
 	admins := fs.String("admin", "", "comma-separated admin listener `URLs` of the gateways, e.g. http://127.0.0.1:9090,http://127.0.0.1:9091")
 	tokenFile := fs.String("token-file", "", "`file` holding the admin token (admin_token_file of the gateways)")
 	drain := fs.String("drain", "", "drain the replica `NAME` by hand on every gateway, then print")

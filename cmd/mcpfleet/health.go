@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,43 +14,19 @@ import (
 	"time"
 )
 
-const healthUsage = `usage: mcpfleet health [--timeout D] [--ca-file F | --insecure] [URL]
-
-Asks URL (default http://127.0.0.1:8080/healthz) once with GET and exits 0
-if it answers 200, 1 with the reason on stderr otherwise. It is the
-container image's HEALTHCHECK, which has no shell and no curl (docs/IMAGE.md).
-Redirects are not followed and no proxy is used.
-
-An https URL is verified against the system's roots, or against the CA
-bundle of --ca-file alone, for the URL's host: https://127.0.0.1:8080/healthz
-needs a certificate that names 127.0.0.1. --insecure verifies nothing (a
-self-signed certificate, or one for a DNS name, checked from inside its own
-container). Both are for https URLs only.
-
-flags:
-`
-
 // defaultHealthURL is serve's /healthz on its default port, seen from
 // inside the container or machine that runs it.
 const defaultHealthURL = "http://127.0.0.1:8080/healthz"
 
-// runHealth runs the health command: see healthUsage.
+// runHealth runs the health command (its help: helptext.go).
 func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), healthUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("health")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long the whole check may take")
 	caFile := fs.String("ca-file", "", "PEM CA bundle `file`: the only roots an https URL's certificate is verified against")
 	insecure := fs.Bool("insecure", false, "do not verify an https URL's certificate at all")
 	// One optional argument, the URL: flags may come before it.
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 1 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(1))}

@@ -3,39 +3,24 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/lab"
 )
 
-const labUsage = `usage: mcpfleet lab [--listen ADDR]
-
-Serves the fleet lab in a browser (docs/LAB.md): one page, its assets
-embedded, backed by the simulator in-process. Open the printed address.
-
-flags:
-`
-
-// runLab runs the lab command: see labUsage.
+// runLab runs the lab command (its help: helptext.go).
 func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), labUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("lab")
 	listen := fs.String("listen", "127.0.0.1:8090", "address to serve the lab on")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := listenTCP("--listen", *listen)
 	if err != nil {
-		return fmt.Errorf("listening for the lab: %w", err)
+		return err
 	}
 	srv := lab.NewServer(*listen, lab.New(nil))
 	fmt.Fprintf(stdout, "mcpfleet lab: open http://%s/ (Ctrl-C to stop)\n", ln.Addr())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -13,28 +12,9 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/lbconfig"
 )
 
-const lbconfigUsage = `usage: mcpfleet lbconfig nginx|haproxy --config FILE [--salt-file FILE] [--listen ADDR]
-
-Prints an nginx.conf or a haproxy.cfg for the fleet in the gateway's
-configuration, following the load-balancing guide (docs/LBCONFIG.md): a
-consistent hash of a salted, normalised credential with an address
-fallback, retries only of undelivered requests, streaming without
-buffering. With services, each service gets its own upstream or backend,
-chosen by its path and hosts; a request for no service is 404. The
-routing salt comes from --salt-file, else the configuration's
-secret_file, else it is generated (keep it stable).
-
-flags:
-`
-
-// runLbconfig runs the lbconfig command: see lbconfigUsage.
+// runLbconfig runs the lbconfig command (its help: helptext.go).
 func runLbconfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("lbconfig", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), lbconfigUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("lbconfig")
 	file := fs.String("config", "", "the gateway's YAML configuration `file` (required)")
 	saltFile := fs.String("salt-file", "", "secret `file` whose routing_salt salts the key (default: the config's secret_file)")
 	listen := fs.String("listen", "", "the balancer's listen `address` (default: the config's listen)")
@@ -42,11 +22,8 @@ func runLbconfig(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		kind, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if kind == "" && fs.NArg() > 0 {
 		// The kind after some flags: parse the flags that follow it too.

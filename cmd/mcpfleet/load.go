@@ -17,24 +17,6 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/sim"
 )
 
-const loadUsage = `usage: mcpfleet load (--url URL | --fleet N) [flags]
-
-Sends the simulator's traffic for a scenario (docs/SIM.md: the same calls,
-clients and durations as mcpfleet sim draws) with official Go SDK clients,
-time-compressed by --speed, to an endpoint on loopback or to a local fleet
-it starts (N testserver replicas and the front --routing names: mcpfleet
-serve processes, or HAProxy for round-robin and affinity; an idle-timeout
-proxy in front with --idle-timeout; a rolling deploy with --deploy), and
-prints the simulator's figures beside the simulator's own prediction and
-where the CPU went (docs/LOAD.md). --json prints the run in the schema of
-mcpfleet sim --json.
-
-Settings are layered as mcpfleet sim's: defaults, --mission N's broken
-setup (--fixed: its reference answer), --scenario FILE, the flags given.
-
-flags:
-`
-
 // loadMeta are the load command's flags that are not scenario settings.
 type loadMeta struct {
 	scenario  string
@@ -53,9 +35,9 @@ type loadMeta struct {
 	missions  []int // --calibrate's, none for all
 }
 
-// runLoad runs the load command: see loadUsage.
+// runLoad runs the load command (its help: helptext.go).
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	meta, s, err := parseLoadFlags(args, stderr)
+	meta, s, err := parseLoadFlags(args)
 	if err != nil {
 		return err
 	}
@@ -135,10 +117,10 @@ type loadMission struct {
 
 // parseLoadFlags parses args twice, as parseSimFlags does, so that the
 // flags given win over the mission and the scenario file.
-func parseLoadFlags(args []string, stderr io.Writer) (loadMeta, sim.Scenario, error) {
+func parseLoadFlags(args []string) (loadMeta, sim.Scenario, error) {
 	var meta loadMeta
 	scratch := sim.Default()
-	fs := newLoadFlagSet(&meta, &scratch, stderr)
+	fs := newLoadFlagSet(&meta, &scratch)
 	if err := parseFlags(fs, args); err != nil {
 		return meta, scratch, err
 	}
@@ -150,7 +132,7 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadMeta, sim.Scenario, er
 		return meta, base, err
 	}
 	var again loadMeta
-	fs = newLoadFlagSet(&again, &base, io.Discard)
+	fs = newLoadFlagSet(&again, &base)
 	if err := parseFlags(fs, args); err != nil {
 		return meta, base, err
 	}
@@ -181,14 +163,9 @@ func parseLoadFlags(args []string, stderr io.Writer) (loadMeta, sim.Scenario, er
 	return meta, base, nil
 }
 
-func newLoadFlagSet(meta *loadMeta, s *sim.Scenario, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), loadUsage)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&meta.url, "url", "", "the MCP endpoint to load, on loopback, e.g. `http://127.0.0.1:8080/mcp`")
+func newLoadFlagSet(meta *loadMeta, s *sim.Scenario) *flag.FlagSet {
+	fs := newFlagSet("load")
+	fs.StringVar(&meta.url, "url", "", "the MCP endpoint `URL` to load, on loopback, e.g. http://127.0.0.1:8080/mcp")
 	fs.IntVar(&meta.fleet, "fleet", 0, "start a local fleet of `N` testserver replicas (sets --replicas) and its front")
 	fs.Float64Var(&meta.speed, "speed", 20, "time compression: model seconds per real second, 1 to 100")
 	fs.StringVar(&meta.scenario, "scenario", "", "read settings from the JSON `file` (the keys of sim --json's scenario)")
@@ -200,7 +177,7 @@ func newLoadFlagSet(meta *loadMeta, s *sim.Scenario, stderr io.Writer) *flag.Fla
 	fs.StringVar(&meta.pids, "pids", "", "more processes to sample, `name=pid,...` (role other), e.g. api=1234")
 	fs.StringVar(&meta.match, "match", "", "sample every process whose command line contains `text`")
 	fs.BoolVar(&meta.quiet, "q", false, "no progress on stderr")
-	fs.StringVar(&meta.calibrate, "calibrate", "", "with --fleet: run missions `1,3,...` (or all) broken and fixed, in the simulator and for real, and print the Markdown table of docs/SIM.md")
+	fs.StringVar(&meta.calibrate, "calibrate", "", "with --fleet: run the `missions` 1,3,... (or all) broken and fixed, in the simulator and for real, and print the Markdown table of docs/SIM.md")
 	defineScenarioFlags(fs, s)
 	return fs
 }

@@ -13,27 +13,57 @@ import (
 	"syscall"
 )
 
-const usage = `mcpfleet: the MCP-aware load balancer
+// command is one of mcpfleet's commands.
+type command struct {
+	name    string
+	purpose string // one line, for mcpfleet help
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
 
-usage: mcpfleet <command> [flags]
+// commands are mcpfleet's commands, in the order help lists them. Each
+// command's help (helptext.go) groups its flags by topic.
+var commands = []command{
+	{"serve", "run the gateway in front of a fleet of MCP replicas", runServe},
+	{"demo", "run a whole local fleet (three test servers and the gateway)", runDemo},
+	{"testserver", "run one MCP test server (official Go SDK), both protocol eras", runTestserver},
+	{"secret", "print a new secret file (session keys, routing salt) for serve", runSecret},
+	{"health", "exit 0 if serve's /healthz answers 200 (the image's HEALTHCHECK)", runHealth},
+	{"fleet", "the fleet as several gateways see it (their admin /api/fleet), drain or resume a replica on all", runFleet},
+	{"lbconfig", "emit nginx or HAProxy configs that keep the fleet's rules", runLbconfig},
+	{"tools", "tools lock: print the lock of a replica's tool definitions (tools.lock_file)", runTools},
+	{"probe", "prove what a load balancer does with affinity: stickiness, spread, moves", runProbe},
+	{"chaos", "a rolling restart under load on loopback: lost, killed and doubled calls", runChaos},
+	{"load", "the simulator's traffic against a real fleet, beside the simulator's prediction and where the CPU went", runLoad},
+	{"lab", "the simulator as a web page with missions (http://127.0.0.1:8090)", runLab},
+	{"sim", "simulate a fleet on virtual time with the gateway's own routing code; missions", runSim},
+}
 
-commands:
-  serve        run the gateway in front of a fleet of MCP replicas
-  demo         run a whole local fleet (three test servers and the gateway)
-  testserver   run one MCP test server (official Go SDK), both protocol eras
-  secret       print a new secret file (session keys, routing salt) for serve
-  health       exit 0 if serve's /healthz answers 200 (the image's HEALTHCHECK)
-  fleet        the fleet as several gateways see it (their admin /api/fleet), drain or resume a replica on all
-  lbconfig     emit nginx or HAProxy configs that keep the fleet's rules
-  tools        tools lock: print the lock of a replica's tool definitions (tools.lock_file)
-  probe        prove what a load balancer does with affinity: stickiness, spread, moves
-  chaos        a rolling restart under load on loopback: lost, killed and doubled calls
-  load         the simulator's traffic against a real fleet, beside the simulator's prediction and where the CPU went
-  lab          the simulator as a web page with missions (http://127.0.0.1:8090)
-  sim          simulate a fleet on virtual time with the gateway's own routing code; missions
+// findCommand returns the command called name, or nil.
+func findCommand(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
 
-Run 'mcpfleet <command> -h' for a command's flags.
-`
+// commandPurpose is the purpose line of the command called name.
+func commandPurpose(name string) string {
+	if c := findCommand(name); c != nil {
+		return c.purpose
+	}
+	return ""
+}
+
+// writeUsage lists the commands.
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, "mcpfleet: the MCP-aware load balancer\n\nusage: mcpfleet <command> [flags]\n\ncommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.purpose)
+	}
+	fmt.Fprint(w, "\nRun 'mcpfleet help <command>' (or 'mcpfleet <command> -h') for a command's flags and examples.\n")
+}
 
 func main() {
 	ctx, stop := signalContext()
@@ -47,58 +77,54 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 // run dispatches a command and returns the process's exit code: 0 on
-// success, 2 for bad usage, 1 for any other failure.
+// success and for help (on stdout), 2 for bad usage, 1 for any other
+// failure (errors on stderr).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		writeUsage(stderr)
 		return 2
 	}
-	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"serve":      runServe,
-		"demo":       runDemo,
-		"testserver": runTestserver,
-		"secret":     runSecret,
-		"health":     runHealth,
-		"probe":      runProbe,
-		"sim":        runSim,
-		"chaos":      runChaos,
-		"load":       runLoad,
-		"lab":        runLab,
-		"lbconfig":   runLbconfig,
-		"fleet":      runFleet,
-		"tools":      runTools,
-	}
-	cmd, ok := cmds[args[0]]
-	if !ok {
-		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-			fmt.Fprint(stdout, usage)
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) == 0 {
+			writeUsage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "mcpfleet: unknown command %q\n\n%s", args[0], usage)
+		// mcpfleet help CMD [SUBCOMMAND] is CMD [SUBCOMMAND] -h.
+		name, rest = rest[0], append(rest[1:len(rest):len(rest)], "-h")
+	}
+	cmd := findCommand(name)
+	if cmd == nil {
+		fmt.Fprintf(stderr, "mcpfleet: unknown command %q\nRun 'mcpfleet help' for the commands.\n", name)
 		return 2
 	}
-	err := cmd(ctx, args[1:], stdout, stderr)
+	err := cmd.run(ctx, rest, stdout, stderr)
+	var help helpRequest
 	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	case err == nil:
+		return 0
+	case errors.As(err, &help):
+		writeHelp(stdout, help.fs)
+		return 0
+	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, new(usageError)):
-		fmt.Fprintf(stderr, "mcpfleet %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "mcpfleet %s: %v\nRun 'mcpfleet help %s' for its usage and flags.\n", name, err, name)
 		return 2
 	}
-	fmt.Fprintf(stderr, "mcpfleet %s: %v\n", args[0], err)
+	fmt.Fprintf(stderr, "mcpfleet %s: %v\n", name, err)
 	return 1
 }
 
 // usageError marks bad flags or arguments (exit code 2).
 type usageError struct{ error }
 
-// parseFlags parses args and wraps failures as usage errors.
+// parseFlags parses args, which must hold flags only: -h is a
+// helpRequest, anything wrong a usageError.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 )
 
 func runCmd(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
@@ -40,7 +41,8 @@ func TestUsageErrors(t *testing.T) {
 		{"serve without upstreams", []string{"serve"}, 2, "upstreams"},
 		{"serve bad upstream", []string{"serve", "--upstream", "ftp://x/"}, 2, "upstreams[0].url"},
 		{"serve bad balance", []string{"serve", "--upstream", "http://127.0.0.1:1/", "--balance", "random"}, 2, "balance"},
-		{"serve bad config value", []string{"serve", "--config", bad}, 2, "keepalive"},
+		{"serve bad config value", []string{"serve", "--config", bad}, 2, "line 2: keepalive: must not be negative"},
+		{"serve bad config value and a flag", []string{"serve", "--config", bad, "--listen", "127.0.0.1:0"}, 2, "serve: keepalive: must not be negative"},
 		{"serve unknown config key", []string{"serve", "--config", unknown}, 2, "listen_addr"},
 		{"serve missing config", []string{"serve", "--config", "/nonexistent.yaml"}, 2, "reading config"},
 		{"serve stray argument", []string{"serve", "extra"}, 2, "unexpected argument"},
@@ -92,6 +94,10 @@ func TestDemoServesAndStops(t *testing.T) {
 		code = run(context.Background(), []string{"demo", "--listen", addr, "--for", "3s"}, &out, &errb)
 	}()
 	testproc.WaitReady(t, "http://"+addr+"/healthz")
+	// The gateway answers before the demo has printed its addresses.
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "Ctrl-C") && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if !strings.Contains(out.String(), "http://"+addr+"/mcp") || !strings.Contains(out.String(), "curl") {
 		t.Errorf("demo output lacks the URL or the client command:\n%s", out.String())
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,16 +11,6 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/probe"
 )
-
-const probeUsage = `usage: mcpfleet probe --url URL [flags]
-
-Proves what the balancer in front of a fleet does with affinity: calls the
-whoami tool as N synthetic identities (Authorization: Bearer <prefix><i>),
-M times each, and reports stickiness, spread over the replicas and, given a
-baseline, how many identities moved since.
-
-flags:
-`
 
 // probeFlags are the parsed flags of the probe command.
 type probeFlags struct {
@@ -32,9 +21,9 @@ type probeFlags struct {
 	json     bool
 }
 
-// runProbe runs the probe command: see probeUsage.
+// runProbe runs the probe command (its help: helptext.go).
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	pf, err := parseProbeFlags(args, stderr)
+	pf, err := parseProbeFlags(args)
 	if err != nil {
 		return err
 	}
@@ -77,13 +66,8 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // parseProbeFlags parses and checks the probe command's flags.
-func parseProbeFlags(args []string, stderr io.Writer) (*probeFlags, error) {
-	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), probeUsage)
-		fs.PrintDefaults()
-	}
+func parseProbeFlags(args []string) (*probeFlags, error) {
+	fs := newFlagSet("probe")
 	var pf probeFlags
 	o := &pf.opts
 	fs.StringVar(&o.URL, "url", "", "the MCP `endpoint` behind the balancer, e.g. http://127.0.0.1:8080/mcp (required)")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

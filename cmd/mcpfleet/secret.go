@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"flag"
 	"io"
 
 	"github.com/mcpfleet/mcpfleet/internal/config"
@@ -12,11 +11,7 @@ import (
 // runSecret prints a fresh secret file: a session key and a routing salt.
 // Every gateway process of a fleet must use the same file.
 func runSecret(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("secret", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		io.WriteString(stderr, "usage: mcpfleet secret > secret.yaml && chmod 600 secret.yaml\n")
-	}
+	fs := newFlagSet("secret")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

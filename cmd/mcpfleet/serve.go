@@ -25,8 +25,7 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("serve")
 	// Flags left out keep the file's keys; the help prints the defaults of
 	// config.Default, each once: the duration flags carry them as their
 	// own defaults (applied only when given), the string flags' defaults
@@ -101,6 +100,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Flags and file together must make a valid configuration; nothing
 	// starts otherwise.
 	if err := cfg.Validate(); err != nil {
+		if *path != "" && len(given) == 1 {
+			err = config.Locate(err, *path) // the file alone: its lines are true
+		}
 		return usageError{err}
 	}
 	// The log (an access log line per request) is written by one
@@ -193,9 +195,9 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger, access
 		rg.svcs.close()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := listenTCP("listen", cfg.Listen)
 	if err != nil {
-		return fail(fmt.Errorf("listening: %w", err))
+		return fail(err)
 	}
 	rg.addr = ln.Addr()
 	if cfg.SSESendBuffer > 0 {
@@ -207,8 +209,8 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger, access
 		if adminToken, err = readAdminToken(cfg.AdminTokenFile); err != nil {
 			return fail(usageError{err}, ln)
 		}
-		if aln, err = net.Listen("tcp", cfg.Admin); err != nil {
-			return fail(fmt.Errorf("listening on admin address: %w", err), ln)
+		if aln, err = listenTCP("admin", cfg.Admin); err != nil {
+			return fail(err, ln)
 		}
 		rg.admin = aln.Addr()
 	}

@@ -17,19 +17,6 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/sim"
 )
 
-const simUsage = `usage: mcpfleet sim [flags]
-
-Runs the deterministic fleet simulator (docs/SIM.md): synthetic MCP
-clients, a load balancer and replicas on a virtual clock, routed by the
-gateway's own code. The same seed and settings give the same figures.
-
-Settings are layered: defaults, then --mission N's broken setup, then
---scenario FILE (JSON, the keys of --json's "scenario"), then the flags
-given. --sweep PARAM=a,b,c runs one setting per value side by side.
-
-flags:
-`
-
 // simMeta are the sim command's flags that are not scenario settings.
 type simMeta struct {
 	scenario    string
@@ -41,9 +28,9 @@ type simMeta struct {
 	randomSeed  bool
 }
 
-// runSim runs the sim command: see simUsage.
+// runSim runs the sim command (its help: helptext.go).
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	meta, base, err := parseSimFlags(args, stderr)
+	meta, base, err := parseSimFlags(args)
 	if err != nil {
 		return err
 	}
@@ -96,10 +83,10 @@ type missionReport struct {
 
 // parseSimFlags parses args twice: once to learn the mission and scenario
 // file, once more over the setup they give, so the flags given win.
-func parseSimFlags(args []string, stderr io.Writer) (simMeta, sim.Scenario, error) {
+func parseSimFlags(args []string) (simMeta, sim.Scenario, error) {
 	var meta simMeta
 	scratch := sim.Default()
-	fs := newSimFlagSet(&meta, &scratch, stderr)
+	fs := newSimFlagSet(&meta, &scratch)
 	if err := parseFlags(fs, args); err != nil {
 		return meta, scratch, err
 	}
@@ -108,7 +95,7 @@ func parseSimFlags(args []string, stderr io.Writer) (simMeta, sim.Scenario, erro
 		return meta, base, err
 	}
 	var again simMeta
-	fs = newSimFlagSet(&again, &base, io.Discard)
+	fs = newSimFlagSet(&again, &base)
 	if err := parseFlags(fs, args); err != nil {
 		return meta, base, err
 	}
@@ -130,17 +117,12 @@ func parseSimFlags(args []string, stderr io.Writer) (simMeta, sim.Scenario, erro
 }
 
 // newSimFlagSet defines the sim command's flags over meta and s.
-func newSimFlagSet(meta *simMeta, s *sim.Scenario, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), simUsage)
-		fs.PrintDefaults()
-	}
+func newSimFlagSet(meta *simMeta, s *sim.Scenario) *flag.FlagSet {
+	fs := newFlagSet("sim")
 	fs.StringVar(&meta.scenario, "scenario", "", "read settings from the JSON `file`")
 	fs.IntVar(&meta.mission, "mission", 0, fmt.Sprintf("load mission `N`'s broken setup (1 to %d) and report the stars earned", len(sim.Missions())))
 	fs.BoolVar(&meta.json, "json", false, "print every figure and the timeline as JSON")
-	fs.StringVar(&meta.sweep, "sweep", "", "run one setting per value side by side, e.g. `replicas=2,3,4`")
+	fs.StringVar(&meta.sweep, "sweep", "", "run one setting per value side by side: `PARAM=a,b,c`, e.g. replicas=2,3,4")
 	fs.IntVar(&meta.workers, "workers", 0, "sweep runs at once; 0 means one per core")
 	fs.BoolVar(&meta.assumptions, "assumptions", false, "list the model's assumptions after the summary")
 	fs.BoolVar(&meta.randomSeed, "new-seed", false, "draw a new random seed (shown in the output, to run again with --seed)")

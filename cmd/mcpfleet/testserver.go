@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -16,8 +14,7 @@ import (
 )
 
 func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("testserver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("testserver")
 	listen := fs.String("listen", "127.0.0.1:9001", "listener `address`")
 	name := fs.String("name", "", "replica name, the text of whoami (default: the listen address)")
 	era := fs.String("era", "both", "protocol eras served on /mcp: both, 2025 or 2026")
@@ -85,9 +82,9 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return usageError{err}
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := listenTCP("--listen", *listen)
 	if err != nil {
-		return fmt.Errorf("listening: %w", err)
+		return err
 	}
 	fmt.Fprintf(stdout, "mcpfleet testserver %s: serving MCP at http://%s/mcp\n", *name, ln.Addr())
 	err = srv.Serve(ctx, ln, *drain)

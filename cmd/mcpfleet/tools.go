@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,49 +16,23 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/tools/listing"
 )
 
-const toolsUsage = `usage: mcpfleet tools <subcommand> [flags]
-
-subcommands:
-  lock   list a replica's tools and print the lock that accepts exactly them (tools.lock_file)
-
-Run 'mcpfleet tools <subcommand> -h' for a subcommand's flags.
-`
-
-const toolsLockUsage = `usage: mcpfleet tools lock --upstream URL [--authorization-file F] > tools.lock
-
-Lists the tools of the MCP endpoint at URL (tools/list, every page: in the
-2026-07-28 era, or in a 2025-11-25 session when the replica refuses it) and
-prints the lock that accepts exactly their definitions, for tools.lock_file
-(docs/CONFIG.md, "The tools lock file"). Only the lock goes to stdout.
-
-flags:
-`
-
-// runTools runs the tools command: see toolsUsage.
+// runTools runs the tools command (its help: helptext.go).
 func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, toolsUsage)
-		return usageError{errors.New("a subcommand is required")}
+		return usageError{errors.New("a subcommand is required: lock")}
 	}
 	switch args[0] {
 	case "lock":
 		return runToolsLock(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, toolsUsage)
-		return nil
+		return helpRequest{newFlagSet("tools")}
 	}
-	fmt.Fprint(stderr, toolsUsage)
 	return usageError{fmt.Errorf("unknown subcommand %q (want lock)", args[0])}
 }
 
-// runToolsLock runs 'mcpfleet tools lock': see toolsLockUsage.
+// runToolsLock runs 'mcpfleet tools lock' (its help: helptext.go).
 func runToolsLock(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tools lock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), toolsLockUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("tools lock")
 	upstream := fs.String("upstream", "", "the replica's MCP endpoint `URL`, e.g. http://127.0.0.1:9001/mcp")
 	authFile := fs.String("authorization-file", "", "`file` whose one line is sent as the Authorization header, e.g. Bearer xyz (tools.probe_authorization_file)")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long each request may take")

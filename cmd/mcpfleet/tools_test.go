@@ -197,10 +197,10 @@ func TestToolsUsage(t *testing.T) {
 		code int
 		want string // in stdout when code is 0, else in stderr
 	}{
-		{"no subcommand", []string{"tools"}, 2, "subcommands:\n  lock"},
+		{"no subcommand", []string{"tools"}, 2, "a subcommand is required: lock"},
 		{"unknown subcommand", []string{"tools", "unlock"}, 2, `unknown subcommand "unlock" (want lock)`},
 		{"help", []string{"tools", "-h"}, 0, "subcommands:\n  lock"},
-		{"lock help", []string{"tools", "lock", "-h"}, 0, ""},
+		{"lock help", []string{"tools", "lock", "-h"}, 0, "--authorization-file"},
 		{"missing --upstream", []string{"tools", "lock"}, 2, "--upstream is required"},
 		{"not http", []string{"tools", "lock", "--upstream", "ftp://127.0.0.1/mcp"}, 2, "--upstream: want an http or https URL"},
 		{"an argument", []string{"tools", "lock", "--upstream", broken, "more"}, 2, `unexpected argument "more"`},

@@ -366,7 +366,7 @@ func Load(path string) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return Config{}, fmt.Errorf("config %s: %w", path, err)
+		return Config{}, fmt.Errorf("config %s: %w", path, Locate(err, path))
 	}
 	return c, nil
 }
@@ -379,7 +379,7 @@ func Parse(b []byte) (Config, error) {
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return Config{}, err
+		return Config{}, locate(err, b)
 	}
 	return c, nil
 }
@@ -637,11 +637,14 @@ func Read(path string) (Config, error) {
 }
 
 func decode(b []byte) (Config, error) {
+	if err := checkFile(b); err != nil {
+		return Config{}, err
+	}
 	c := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("parsing yaml: %w", err)
+		return Config{}, yamlError(err)
 	}
 	return c, nil
 }

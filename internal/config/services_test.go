@@ -76,10 +76,10 @@ func TestServicesResolveOverTheTopLevel(t *testing.T) {
 func TestServicesRefused(t *testing.T) {
 	up := `upstreams: [{url: "http://127.0.0.1:9001/mcp"}]`
 	tests := []struct{ name, yaml, want string }{
-		{"a process key", "services:\n  - {name: a, listen: 127.0.0.1:1, " + up + "}", "services[0]: listen: not a key of a service"},
+		{"a process key", "services:\n  - {name: a, listen: 127.0.0.1:1, " + up + "}", "line 2: services[0].listen: not a key of a service"},
 		{"no name", "services:\n  - {path: /a/mcp, " + up + "}", `services[0]: name: want 1 to 32`},
 		{"a bad name", "services:\n  - {name: A:b, " + up + "}", `name: want 1 to 32`},
-		{"a bad key inside", "services:\n  - {name: a, limits: {rat: 1}, " + up + "}", "field rat not found"},
+		{"a bad key inside", "services:\n  - {name: a, limits: {rat: 1}, " + up + "}", `line 2: services[0].limits: unknown key "rat" (did you mean "rate"?)`},
 		{"a bad value inside", "services:\n  - {name: a, balance: fastest, " + up + "}", "services[0]: a: balance"},
 		{"no fleet", "services:\n  - {name: a}", "services[0]: a: upstreams: at least one upstream"},
 		{"two of a name", "services:\n  - {name: a, path: /a/mcp, " + up + "}\n  - {name: a, path: /b/mcp, " + up + "}", `two services named "a"`},
@@ -91,7 +91,7 @@ func TestServicesRefused(t *testing.T) {
 		{"two defaults", "services:\n  - {name: a, path: /a/mcp, default: true, " + up + "}\n  - {name: b, default: true, " + up + "}", "more than one service says default"},
 		{"a host with a port", "services:\n  - {name: a, hosts: ['x.example:443'], " + up + "}", "want a lower-case host name without port"},
 		{"two wildcards", "services:\n  - {name: a, hosts: ['*.*.example'], " + up + "}", "one wildcard label at most"},
-		{"not a mapping", "services: [github]", "a service is a mapping"},
+		{"not a mapping", "services: [github]", `line 1: services[0]: got "github", want a mapping`},
 		{"services_ready", "services_ready: most\n" + up, "services_ready: must be all or any"},
 	}
 	for _, tt := range tests {

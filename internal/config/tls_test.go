@@ -36,7 +36,7 @@ func TestServerAndTLSKeys(t *testing.T) {
 		{"admin tls, h1 on the MCP listener", "admin: 127.0.0.1:9090\nserver: h1\ntls: {admin: {cert_file: a.pem, key_file: ak.pem}}\n", ""},
 		{"admin tls without admin", "tls: {admin: {cert_file: a.pem, key_file: ak.pem}}\n", "tls.admin.cert_file: has no effect without admin"},
 		{"admin half a pair", "admin: 127.0.0.1:9090\ntls: {admin: {cert_file: a.pem}}\n", "tls.admin.key_file: required with tls.admin.cert_file"},
-		{"unknown tls key", "server: std\ntls: {cert: c.pem}\n", "field cert not found"},
+		{"unknown tls key", "server: std\ntls: {cert: c.pem}\n", `line 3: tls: unknown key "cert" (did you mean "cert_file"?)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
