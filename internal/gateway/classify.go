@@ -47,7 +47,7 @@ func (q *request) id() []byte {
 // classify reads the body (POST) and works out era, method and session. It
 // decodes only the members routing needs (mcpmsg.Parse).
 func (g *Gateway) classify(w http.ResponseWriter, r *http.Request) (*request, *mcpmsg.Error) {
-	q := &request{label: r.Method}
+	q := &request{label: httpMethodLabel(r.Method)}
 	switch ids := r.Header[mcpmsg.HeaderSessionID]; {
 	case len(ids) > 1:
 		return q, errSessionRepeated

@@ -86,7 +86,7 @@ func (rec *record) outcome() string {
 // credential.
 func (g *Gateway) finish(rec *record) {
 	d := time.Since(rec.start)
-	label, era := rec.r.Method, "unknown"
+	label, era := httpMethodLabel(rec.r.Method), "unknown"
 	if rec.q != nil {
 		label, era = rec.q.label, rec.q.era.String()
 	}
@@ -114,10 +114,22 @@ func (g *Gateway) finish(rec *record) {
 		g.endSpan(rec, d, out)
 	}
 	g.logAccess(rec.r.Context(), &accessLine{
-		httpMethod: rec.r.Method, method: label, era: era, replica: replica,
+		httpMethod: httpMethodLabel(rec.r.Method), method: label, era: era, replica: replica,
 		status: rec.status, outcome: out, attempts: rec.attempts,
 		limit: rec.limit, cache: rec.cache, capacity: rec.capacity, early: rec.early,
 		upstreamStatus: rec.upstreamStatus, events: rec.events, keepAlives: rec.keepAlives,
 		bytes: rec.bytes, durationMS: float64(d.Microseconds()) / 1000,
 	})
+}
+
+// httpMethodLabel is an HTTP method as a metric label or a log value: the
+// methods of RFC 9110 as they are, anything else "other", so that a client
+// that makes up methods cannot make up series.
+func httpMethodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodHead,
+		http.MethodOptions, http.MethodPut, http.MethodPatch, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestGatewayRejects(t *testing.T) {
@@ -73,6 +75,23 @@ func TestGatewayRejects(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 405 || resp.Header.Get("Allow") == "" {
 			t.Errorf("got %d Allow=%q, want 405 with Allow", resp.StatusCode, resp.Header.Get("Allow"))
+		}
+	})
+	t.Run("a made-up method is one series", func(t *testing.T) {
+		for _, m := range []string{"FOO1", "FOO2", "BREW"} {
+			req, _ := http.NewRequest(m, f.url(), nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 405 {
+				t.Errorf("%s: got %d, want 405", m, resp.StatusCode)
+			}
+		}
+		other := testutil.ToFloat64(f.gw.metrics.requests.WithLabelValues("other", "unknown", "none", "rejected"))
+		if other != 3 {
+			t.Errorf("requests{method=other} = %v, want 3 (made-up methods must not make series of their own)", other)
 		}
 	})
 	t.Run("healthz and readyz", func(t *testing.T) {
