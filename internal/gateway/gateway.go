@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 	"github.com/mcpfleet/mcpfleet/internal/session"
@@ -27,6 +28,7 @@ import (
 // concurrent use.
 type Gateway struct {
 	opts        Options
+	guard       hostmatch.Guard // which Host and Origin may reach a replica
 	fleet       *upstream.Fleet
 	keys        *session.Keyring  // seals and opens legacy session IDs
 	tasks       session.TaskStore // 2026-07-28 task -> replica
@@ -87,6 +89,10 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 	if err != nil {
 		return nil, err
 	}
+	guard, err := newGuard(&o)
+	if err != nil {
+		return nil, err
+	}
 	base, cancel := context.WithCancel(context.Background())
 	ending, endStreams := context.WithCancel(base)
 	standalone, endStandalone := context.WithCancel(ending)
@@ -97,6 +103,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		standalone:    standalone,
 		endStandalone: endStandalone,
 		aff:           aff,
+		guard:         guard,
 		annotations:   newAnnotations(),
 		idem:          o.Idempotency,
 		opts:          o,
@@ -214,8 +221,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	if !g.hostAllowed(r) {
-		rec.reject(w, errHost, nil)
+	if e := g.edgeRefusal(r); e != nil {
+		rec.reject(w, e, nil)
 		return
 	}
 	verified, ok := g.authenticate(w, r, rec)

@@ -2,6 +2,7 @@ package hostmatch
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"slices"
 )
@@ -69,7 +70,8 @@ func (g *Guard) Check(host string, origins []string, local netip.Addr) error {
 }
 
 func (g *Guard) hostOK(hostport string, local netip.Addr) bool {
-	if g.AnyHost {
+	public := !local.IsValid() || !local.Unmap().IsLoopback()
+	if g.AnyHost || !g.Strict && len(g.Hosts) == 0 && public {
 		return true
 	}
 	host, _, ok := ParseHost(hostport)
@@ -86,10 +88,7 @@ func (g *Guard) hostOK(hostport string, local netip.Addr) bool {
 		ip, err := netip.ParseAddr(host)
 		return err == nil && local.IsValid() && ip == local.Unmap()
 	}
-	if len(g.Hosts) > 0 {
-		return false
-	}
-	return !local.IsValid() || !local.Unmap().IsLoopback() || IsLoopback(host)
+	return len(g.Hosts) == 0 && IsLoopback(host)
 }
 
 // sameHost says whether o names the host hostport names. A Host without a
@@ -115,4 +114,25 @@ func IsLoopback(host string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// IP is a listener address's IP, IPv4 unmapped, the zero Addr for nil or
+// an address that names none.
+func IP(a net.Addr) netip.Addr {
+	switch a := a.(type) {
+	case nil:
+		return netip.Addr{}
+	case *net.TCPAddr:
+		if a == nil {
+			return netip.Addr{}
+		}
+		ip, _ := netip.AddrFromSlice(a.IP)
+		return ip.Unmap()
+	default:
+		ap, err := netip.ParseAddrPort(a.String())
+		if err != nil {
+			return netip.Addr{}
+		}
+		return ap.Addr().Unmap()
+	}
 }

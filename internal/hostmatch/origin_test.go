@@ -138,7 +138,11 @@ func TestGuard(t *testing.T) {
 		{"public listener, pinned, other host", Guard{Hosts: []string{"mcp.example.com"}}, "other.example.com", nil, pub, ErrHost},
 		{"public listener, pinned, the address", Guard{Hosts: []string{"mcp.example.com"}}, "192.0.2.10", nil, pub, ErrHost},
 		{"pinned by pattern", Guard{Hosts: []string{"*.example.com"}}, "a.example.com", nil, pub, nil},
-		{"malformed host", Guard{}, "a b", nil, pub, ErrHost},
+		{"public listener, malformed host", Guard{}, "a b", nil, pub, nil}, // as net/http takes it
+		{"public listener, no host", Guard{}, "", nil, pub, nil},           // HTTP/1.0
+		{"loopback listener, malformed host", Guard{}, "a b", nil, loop, ErrHost},
+		{"pinned, malformed host", Guard{Hosts: []string{"a"}}, "a b", nil, pub, ErrHost},
+		{"pinned, no host", Guard{Hosts: []string{"a"}}, "", nil, pub, ErrHost},
 		{"strict, its address", Guard{Strict: true}, "192.0.2.10:9090", nil, pub, nil},
 		{"strict, loopback name", Guard{Strict: true}, "localhost:9090", nil, pub, nil},
 		{"strict, another address", Guard{Strict: true}, "192.0.2.11:9090", nil, pub, ErrHost},
