@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -26,19 +25,9 @@ import (
 // newGuard is the decision Options describe; an allowed origin that does
 // not parse is an error.
 func newGuard(o *Options) (hostmatch.Guard, error) {
-	g := hostmatch.Guard{AnyHost: o.AllowAnyHost, Hosts: o.AllowedHosts}
-	for _, s := range o.AllowedOrigins {
-		if s == "*" {
-			g.AnyOrigin = true
-			continue
-		}
-		origin, err := hostmatch.ParseOrigin(s)
-		if err != nil {
-			return hostmatch.Guard{}, fmt.Errorf("allowed origin %q: %w", s, err)
-		}
-		g.Origins = append(g.Origins, origin)
-	}
-	return g, nil
+	origins, anyOrigin, err := hostmatch.ParseOrigins(o.AllowedOrigins)
+	g := hostmatch.Guard{AnyHost: o.AllowAnyHost, Hosts: o.AllowedHosts, Origins: origins, AnyOrigin: anyOrigin}
+	return g, err
 }
 
 // edgeRefusal is the answer to a request whose Host or Origin the guard

@@ -2,6 +2,7 @@ package hostmatch
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -43,6 +44,23 @@ type Guard struct {
 	AnyOrigin bool
 	// Origins may call besides the request's own host.
 	Origins []Origin
+}
+
+// ParseOrigins reads a list of allowed origins as Guard takes them: each
+// parsed by ParseOrigin, except "*", which takes any.
+func ParseOrigins(list []string) (origins []Origin, anyOrigin bool, err error) {
+	for _, s := range list {
+		if s == "*" {
+			anyOrigin = true
+			continue
+		}
+		o, err := ParseOrigin(s)
+		if err != nil {
+			return nil, false, fmt.Errorf("allowed origin %q: %w", s, err)
+		}
+		origins = append(origins, o)
+	}
+	return origins, anyOrigin, nil
 }
 
 // Check decides a request that gave host as its Host and origins as its

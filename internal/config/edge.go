@@ -1,0 +1,72 @@
+package config
+
+import (
+	"net"
+	"strings"
+
+	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
+)
+
+// The listeners' edge: which Host and Origin they take (allowed_hosts,
+// allowed_origins, allow_any_host), and the admin listener's token
+// (admin_token_file, admin_metrics_open, admin_pprof). docs/GATEWAY.md,
+// "Security", says why.
+
+// AdminTokenRecipe is how to make an admin token file, for the errors
+// that ask for one.
+const AdminTokenRecipe = "head -c 32 /dev/urandom | base64 > admin.token && chmod 600 admin.token"
+
+func (c *Config) validateEdge(bad func(string, string, ...any)) {
+	if _, anyOrigin, err := hostmatch.ParseOrigins(c.AllowedOrigins); err != nil {
+		bad("allowed_origins", "%v", err)
+	} else if anyOrigin && len(c.AllowedOrigins) > 1 {
+		bad("allowed_origins", `"*" turns the check off: give it alone`)
+	}
+	for _, h := range c.AllowedHosts {
+		if !hostPattern(h) {
+			bad("allowed_hosts", "%q: want a lower-case host name without a port, or *. and one (*.example.com)", h)
+		}
+	}
+	if c.AllowAnyHost && len(c.AllowedHosts) > 0 {
+		bad("allow_any_host", "takes every Host, and allowed_hosts pins them: give one or the other")
+	}
+	if c.Admin == "" {
+		if c.AdminPprof {
+			bad("admin_pprof", "has no effect without admin (the admin listener's address)")
+		}
+		return
+	}
+	if c.AdminTokenFile == "" {
+		switch {
+		case !loopbackAddr(c.Admin):
+			bad("admin", "%s is not a loopback address: a listener that drains replicas and shows the fleet to the network needs admin_token_file (--admin-token-file), a file of one line, the token; make one with `%s`", c.Admin, AdminTokenRecipe)
+		case c.AdminPprof:
+			bad("admin_pprof", "needs admin_token_file: the profiles show the process's memory and are never served without the token")
+		case !c.AdminMetricsOpen:
+			bad("admin_metrics_open", "false needs admin_token_file, the token /metrics would then require")
+		}
+	}
+}
+
+// hostPattern says whether h is a host name as hostmatch.Match takes it:
+// canonical (lower case, no trailing dot, no port), or *. and one.
+func hostPattern(h string) bool {
+	name := strings.TrimPrefix(h, "*.")
+	host, port, ok := hostmatch.ParseHost(name)
+	return ok && port == 0 && host == name && !strings.Contains(name, ":")
+}
+
+// loopbackAddr says whether a listener's host:port is on loopback only:
+// localhost or a loopback IP. No host, 0.0.0.0, [::] and any other name
+// (which may resolve anywhere) are not.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	h, _, ok := hostmatch.ParseHost(host)
+	if strings.Contains(host, ":") {
+		h, _, ok = hostmatch.ParseHost("[" + host + "]")
+	}
+	return ok && hostmatch.IsLoopback(h)
+}
