@@ -34,8 +34,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	def := config.Default()
 	path := fs.String("config", "", "YAML configuration `file` (docs/CONFIG.md); flags override its keys")
 	listen := fs.String("listen", "", fmt.Sprintf("MCP listener `address` (default %s)", def.Listen))
-	admin := fs.String("admin", "", "admin listener `address` for /metrics, the fleet page and API, and /debug/pprof/ (default off)")
-	adminToken := fs.String("admin-token-file", "", "`file` holding the bearer token the admin listener's /api/ routes require (default none)")
+	admin := fs.String("admin", "", "admin listener `address` for /metrics and the fleet page and API (default off); off loopback it needs --admin-token-file")
+	adminToken := fs.String("admin-token-file", "", "`file` holding the bearer token every admin route but the page and /metrics then requires (default none)")
 	var ups listFlag
 	fs.Var(&ups, "upstream", "replica MCP endpoint `URL` (repeatable); replaces the config's upstreams")
 	bal := fs.String("balance", "", fmt.Sprintf("hash, least-inflight or round-robin (default %s)", def.Balance))

@@ -35,11 +35,11 @@ type Config struct {
 	// there too.
 	Listen string `yaml:"listen"`
 	// Admin is the admin listener's address (/metrics, the fleet page and
-	// API); "" turns it off.
+	// API); "" turns it off. Off loopback it needs AdminTokenFile.
 	Admin string `yaml:"admin"`
 	// AdminTokenFile is the path of a file holding the bearer token every
-	// /api/ route of the admin listener then requires (docs/ADMIN.md);
-	// "" requires none. /metrics, /healthz and /readyz stay open.
+	// route of the admin listener but the page and an open /metrics then
+	// requires (docs/ADMIN.md); "" requires none.
 	AdminTokenFile string `yaml:"admin_token_file"`
 	// Path is the MCP endpoint's path.
 	Path string `yaml:"path"`
