@@ -67,7 +67,7 @@ func Protect(h http.Handler, guard *hostmatch.Guard) http.Handler {
 		case nil:
 			h.ServeHTTP(w, r)
 		case hostmatch.ErrHost:
-			writeJSON(w, http.StatusForbidden, errorBody{"host not allowed on the admin listener (DNS rebinding protection): allowed_hosts names more"})
+			writeJSON(w, http.StatusForbidden, errorBody{"host not allowed on the admin listener (DNS rebinding protection); allowed_hosts adds names"})
 		default:
 			writeJSON(w, http.StatusForbidden, errorBody{"origin not allowed on the admin listener"})
 		}
