@@ -516,7 +516,11 @@ func (c *Config) Validate() error {
 	}
 	if len(errs) == 0 && len(c.Services) > 0 {
 		// Each service is the top level, as it is now, with its keys over.
-		if _, err := c.ResolveServices(); err != nil {
+		list, err := c.ResolveServices()
+		if err == nil {
+			err = servicesWithinAllowedHosts(list, c.AllowedHosts)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"strings"
 
@@ -46,6 +47,22 @@ func (c *Config) validateEdge(bad func(string, string, ...any)) {
 			bad("admin_metrics_open", "false needs admin_token_file, the token /metrics would then require")
 		}
 	}
+}
+
+// servicesWithinAllowedHosts refuses a service whose hosts allowed_hosts
+// does not take: every request for it would be refused.
+func servicesWithinAllowedHosts(list []Service, allowed []string) error {
+	if len(allowed) == 0 {
+		return nil
+	}
+	for _, svc := range list {
+		for _, h := range svc.Hosts {
+			if !hostmatch.Takes(allowed, h) {
+				return fmt.Errorf("services: %s: host %s is not in allowed_hosts, which would refuse every request for it", svc.Name, h)
+			}
+		}
+	}
+	return nil
 }
 
 // hostPattern says whether h is a host name as hostmatch.Match takes it:

@@ -36,6 +36,8 @@ func TestEdgeKeys(t *testing.T) {
 		{"pprof with a token", "admin: 127.0.0.1:9090\nadmin_pprof: true\nadmin_token_file: /run/admin.token", ""},
 		{"pprof without admin", "admin_pprof: true", "admin_pprof"},
 		{"metrics closed without a token", "admin: 127.0.0.1:9090\nadmin_metrics_open: false", "admin_metrics_open"},
+		{"a service's host allowed", "allowed_hosts: [mcp.example.com, \"*.docs.example.com\"]\nservices:\n  - {name: a, hosts: [mcp.example.com]}\n  - {name: b, hosts: [\"*.docs.example.com\"]}", ""},
+		{"a service's host not allowed", "allowed_hosts: [mcp.example.com]\nservices:\n  - {name: a, hosts: [mcp.example.com]}\n  - {name: b, hosts: [docs.example.com]}", "docs.example.com is not in allowed_hosts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
