@@ -105,19 +105,9 @@ type Config struct {
 	ReadyzChecksStore bool `yaml:"readyz_checks_store"`
 	// AllowAnyHost turns off DNS-rebinding protection on loopback listeners.
 	AllowAnyHost bool `yaml:"allow_any_host"`
-	// AllowedHosts pins the names a request's Host may give on the MCP
-	// listener (exact, or *. and one label), and adds names to the admin
-	// listener's own (edge.go); none keeps the defaults.
-	AllowedHosts []string `yaml:"allowed_hosts"`
-	// AllowedOrigins may send requests besides pages of the request's own
-	// host, on both listeners; ["*"] turns the Origin check off (edge.go).
-	AllowedOrigins []string `yaml:"allowed_origins"`
-	// AdminMetricsOpen serves the admin listener's /metrics without its
-	// token, for Prometheus.
-	AdminMetricsOpen bool `yaml:"admin_metrics_open"`
-	// AdminPprof serves Go's profiles at /debug/pprof/ on the admin
-	// listener, behind its token always.
-	AdminPprof bool `yaml:"admin_pprof"`
+	// Edge is which Host and Origin the listeners take and what the admin
+	// token guards (edge.go).
+	Edge `yaml:",inline"`
 	// Idempotency is where idempotency records live: memory, redis or off.
 	Idempotency string `yaml:"idempotency"`
 	// RedisURL is the Redis or Valkey server (redis:// or rediss://) for
@@ -325,7 +315,7 @@ func Default() Config {
 		DialTimeout:       Duration(5 * time.Second),
 		Grace:             Duration(15 * time.Second),
 		ReadyzChecksStore: true,
-		AdminMetricsOpen:  true,
+		Edge:              Edge{AdminMetricsOpen: true},
 		LogLevel:          "info",
 		Discovery:         Discovery{Scheme: "http", Path: "/mcp", SSEPath: upstream.DefaultSSEPath, Interval: Duration(10 * time.Second)},
 		HealthCheck: HealthCheck{Interval: Duration(upstream.DefaultCheckInterval), Timeout: Duration(upstream.DefaultCheckTimeout),

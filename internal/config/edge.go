@@ -13,6 +13,23 @@ import (
 // (admin_token_file, admin_metrics_open, admin_pprof). docs/GATEWAY.md,
 // "Security", says why.
 
+// Edge holds the listeners' edge keys, inline in Config.
+type Edge struct {
+	// AllowedHosts pins the names a request's Host may give on the MCP
+	// listener (exact, or *. and one label), and adds names to the admin
+	// listener's own; none keeps the defaults.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins may send requests besides pages of the request's own
+	// host, on both listeners; ["*"] turns the Origin check off.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AdminMetricsOpen serves the admin listener's /metrics without its
+	// token, for Prometheus.
+	AdminMetricsOpen bool `yaml:"admin_metrics_open"`
+	// AdminPprof serves Go's profiles at /debug/pprof/ on the admin
+	// listener, behind its token always.
+	AdminPprof bool `yaml:"admin_pprof"`
+}
+
 // AdminTokenRecipe is how to make an admin token file, for the errors
 // that ask for one.
 const AdminTokenRecipe = "head -c 32 /dev/urandom | base64 > admin.token && chmod 600 admin.token"
