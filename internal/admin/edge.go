@@ -32,7 +32,8 @@ type Listener struct {
 	// Pprof serves Go's profiles at /debug/pprof/, behind the token always:
 	// they show the process's memory.
 	Pprof bool
-	// Guard decides the Host and Origin every route takes.
+	// Guard decides the Host and Origin every route takes; nil means a
+	// Strict guard with no names and no origins of its own.
 	Guard *hostmatch.Guard
 }
 
@@ -58,9 +59,12 @@ func (l *Listener) Serve(mux *http.ServeMux) http.Handler {
 	return Protect(mux, l.Guard)
 }
 
-// Protect serves h to requests whose Host and Origin guard takes; the
-// others get 403 and reach nothing.
+// Protect serves h to requests whose Host and Origin guard takes (nil: a
+// Strict guard); the others get 403 and reach nothing.
 func Protect(h http.Handler, guard *hostmatch.Guard) http.Handler {
+	if guard == nil {
+		guard = &hostmatch.Guard{Strict: true}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 		switch guard.Check(r.Host, r.Header.Values("Origin"), hostmatch.IP(a)) {

@@ -18,9 +18,6 @@ func serveListener(t *testing.T, src Source, l Listener) *httptest.Server {
 	mux := http.NewServeMux()
 	Register(mux, src, &Options{Token: l.Token})
 	l.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("mcpfleet_up 1\n")) })
-	if l.Guard == nil {
-		l.Guard = &hostmatch.Guard{Strict: true}
-	}
 	srv := httptest.NewServer(l.Serve(mux))
 	t.Cleanup(srv.Close)
 	return srv
