@@ -151,8 +151,8 @@ func TestServeShutsDownOnCancel(t *testing.T) {
 	if !strings.Contains(m.String(), "mcpfleet_replica_in_flight") || !strings.Contains(m.String(), "go_goroutines") {
 		t.Errorf("admin /metrics lacks gateway or runtime metrics")
 	}
-	// Profiles are on the admin listener, not on the MCP one.
-	for base, want := range map[string]int{admin: http.StatusOK, addr: http.StatusNotFound} {
+	// Profiles are on neither listener unless admin_pprof asks for them.
+	for base, want := range map[string]int{admin: http.StatusNotFound, addr: http.StatusNotFound} {
 		resp, err := http.Get("http://" + base + "/debug/pprof/goroutine?debug=1")
 		if err != nil {
 			t.Fatal(err)

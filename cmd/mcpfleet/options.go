@@ -103,6 +103,8 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		Retries:              retries,
 		DialTimeout:          time.Duration(c.DialTimeout),
 		AllowAnyHost:         c.AllowAnyHost,
+		AllowedHosts:         c.AllowedHosts,
+		AllowedOrigins:       c.AllowedOrigins,
 		PassthroughPaths:     c.PassthroughPaths,
 		AuthResourceMetadata: c.Auth.ResourceMetadata,
 		SSEPath:              c.SSEPath,

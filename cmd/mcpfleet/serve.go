@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/config"
+	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 	"github.com/mcpfleet/mcpfleet/internal/logwriter"
 	"github.com/mcpfleet/mcpfleet/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,8 +33,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	def := config.Default()
 	path := fs.String("config", "", "YAML configuration `file` (docs/CONFIG.md); flags override its keys")
 	listen := fs.String("listen", "", fmt.Sprintf("MCP listener `address` (default %s)", def.Listen))
-	admin := fs.String("admin", "", "admin listener `address` for /metrics, the fleet page and API, and /debug/pprof/ (default off)")
-	adminToken := fs.String("admin-token-file", "", "`file` holding the bearer token the admin listener's /api/ routes require (default none)")
+	admin := fs.String("admin", "", "admin listener `address` for /metrics and the fleet page and API (default off); off loopback it needs --admin-token-file")
+	adminToken := fs.String("admin-token-file", "", "`file` holding the bearer token every admin route but the page and /metrics then requires (default none)")
 	var ups listFlag
 	fs.Var(&ups, "upstream", "replica MCP endpoint `URL` (repeatable); replaces the config's upstreams")
 	bal := fs.String("balance", "", fmt.Sprintf("hash, least-inflight or round-robin (default %s)", def.Balance))
@@ -225,7 +225,7 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger, access
 	rg.srv = srv
 	go func() { rg.served <- serve(ln) }()
 	if aln != nil {
-		rg.serveAdmin(aln, admCerts, adminToken)
+		rg.serveAdmin(aln, admCerts, &cfg, adminToken)
 	}
 	attrs := []any{"addr", rg.addr.String(), "admin", cfg.Admin, "server", cfg.Server, "tls", certs != nil}
 	if names := rg.svcs.names(); len(names) > 1 || names[0] != "" {
@@ -255,20 +255,24 @@ func loadCerts(cfg config.Config, log *slog.Logger) (mcp, admin *certSlot, err e
 	return mcp, admin, nil
 }
 
-// serveAdmin serves /metrics, the fleet page and API (token, when not "",
-// guarding /api/) and Go's profiles on aln, over TLS when certs is not nil.
-func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot, token string) {
+// serveAdmin serves /metrics (behind token unless admin_metrics_open),
+// the fleet page and API (token, when not "", guarding /api/) and, with
+// admin_pprof, Go's profiles behind token, on aln, over TLS when certs is
+// not nil; every route behind the Host and Origin check.
+func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot, cfg *config.Config, token string) {
 	rg.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(rg.reg, promhttp.HandlerOpts{}))
 	rg.svcs.registerAdmin(mux, &admin.Options{Token: token, Log: rg.log})
-	// Profiles, for the operator who asks where the time goes; the
-	// admin listener is theirs alone (docs/GATEWAY.md).
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	rg.adm = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+	origins, anyOrigin, _ := hostmatch.ParseOrigins(cfg.AllowedOrigins) // validated
+	l := &admin.Listener{
+		Token:       token,
+		Metrics:     promhttp.HandlerFor(rg.reg, promhttp.HandlerOpts{}),
+		MetricsOpen: cfg.AdminMetricsOpen,
+		Pprof:       cfg.AdminPprof,
+		Guard:       &hostmatch.Guard{Strict: true, Hosts: cfg.AllowedHosts, Origins: origins, AnyOrigin: anyOrigin},
+	}
+	handler := l.Serve(mux)
+	rg.adm = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog: newServerLog(rg.log)}
 	if certs == nil {
 		go func() { rg.served <- rg.adm.Serve(aln) }()

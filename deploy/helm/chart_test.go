@@ -28,6 +28,7 @@ func checkRelease(t testing.TB, r *release) {
 	checkAutoscaler(t, r)
 	checkServiceMonitors(t, r)
 	checkGateway(t, r)
+	checkAdminToken(t, r)
 	checkDiscovery(t, r)
 	checkRestricted(t, r)
 }
@@ -79,8 +80,8 @@ func TestChartRenders(t *testing.T) {
 			if n := count[*appsv1.StatefulSet](r, "example-server"); n != 1 {
 				t.Errorf("%d example StatefulSets, want 1", n)
 			}
-			if n := count[*corev1.Secret](r, ""); n != 0 {
-				t.Errorf("%d Secrets: by default the chart uses secret.existingSecret", n)
+			if n := otherSecrets(r); n != 0 {
+				t.Errorf("%d Secrets beside the admin token's: by default the chart uses secret.existingSecret", n)
 			}
 			if n := count[*autoscalingv2.HorizontalPodAutoscaler](r, "") + count[*monitoringv1.ServiceMonitor](r, ""); n != 0 {
 				t.Errorf("an autoscaler or ServiceMonitor by default")
@@ -124,7 +125,7 @@ func TestChartRenders(t *testing.T) {
 			if err := secretFileReadable(g.pod, vol, key); err != nil {
 				t.Error(err)
 			}
-			if n := count[*appsv1.Deployment](r, "redis") + count[*corev1.Secret](r, ""); n != 0 {
+			if n := count[*appsv1.Deployment](r, "redis") + otherSecrets(r); n != 0 {
 				t.Errorf("%d Redis Deployments or Secrets: the Secret is yours", n)
 			}
 			if !strings.Contains(r.notes, "create secret generic mcpfleet-redis --from-file=redis-url=") {
@@ -140,8 +141,8 @@ func TestChartRenders(t *testing.T) {
 			}
 		}},
 		{"Secret made by the chart", renderOptions{set: createdSecret(t)}, func(t *testing.T, r *release) {
-			if n := count[*corev1.Secret](r, "gateway"); n != 1 {
-				t.Errorf("%d Secrets, want the chart's", n)
+			if n := otherSecrets(r); n != 1 {
+				t.Errorf("%d Secrets beside the admin token's, want the chart's", n)
 			}
 			if gatewayOf(t, r).deploy.Spec.Template.Annotations["checksum/secret"] == "" {
 				t.Error("no checksum/secret: a new secret.value would not roll the gateways")
@@ -175,8 +176,8 @@ func TestChartRenders(t *testing.T) {
 			ours := func(np *networkingv1.NetworkPolicy) bool {
 				return np.Spec.PodSelector.MatchLabels["app"] == "mcp-server"
 			}
-			if nps := all[*networkingv1.NetworkPolicy](r); len(nps) != 2 || !slices.ContainsFunc(nps, ours) {
-				t.Errorf("want a NetworkPolicy for the replicas' pods beside Redis's")
+			if nps := all[*networkingv1.NetworkPolicy](r); len(nps) != 3 || !slices.ContainsFunc(nps, ours) {
+				t.Errorf("want a NetworkPolicy for the replicas' pods beside Redis's and the gateways'")
 			}
 		}},
 		{"a static list of replicas", renderOptions{set: map[string]any{

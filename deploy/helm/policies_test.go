@@ -39,7 +39,7 @@ func checkDisruptionBudgets(t testing.TB, r *release) {
 // checkNetworkPolicies checks that each policy admits, on its pods' own
 // ports, the gateway pods and nothing else, and that with policies on, the
 // replicas and Redis have one each: no client reaches them around the
-// gateway.
+// gateway. The gateways' own policy is checkGatewayPolicy's.
 func checkNetworkPolicies(t testing.TB, r *release) {
 	t.Helper()
 	gateways := idsOf(r, "gateway")
@@ -48,7 +48,11 @@ func checkNetworkPolicies(t testing.TB, r *release) {
 		id := "NetworkPolicy/" + np.Name
 		targets := selectedBy(t, r, id, &np.Spec.PodSelector)
 		if slices.Contains(targets, gateways[0]) {
-			t.Errorf("%s: applies to the gateways", id)
+			checkGatewayPolicy(t, r, np)
+			for _, w := range targets {
+				covered[w] = true
+			}
+			continue
 		}
 		if len(targets) == 0 && !maps.Equal(np.Spec.PodSelector.MatchLabels, upstreamPodLabels(r)) {
 			t.Errorf("%s: selects none of the release's pods and not networkPolicy.upstreams.podLabels", id)
@@ -87,7 +91,7 @@ func checkNetworkPolicies(t testing.TB, r *release) {
 		}
 	}
 	on, _ := r.values["networkPolicy"].(map[string]any)["enabled"].(bool)
-	for _, c := range []string{"example-server", "redis"} {
+	for _, c := range []string{"example-server", "redis", "gateway"} {
 		for _, w := range idsOf(r, c) {
 			if on && !covered[w] {
 				t.Errorf("%s: no NetworkPolicy; any pod could reach it", w)

@@ -92,6 +92,10 @@ type renderOptions struct {
 	release string
 	files   []string
 	set     map[string]any
+	// cluster, when not nil, answers the chart's lookups, as the cluster
+	// of a `helm upgrade` does; the render is then not strict (Helm's
+	// engine takes a cluster or strictness, not both).
+	cluster engine.ClientProvider
 }
 
 // render renders the chart as `helm install --dry-run` would, values
@@ -126,6 +130,9 @@ func render(opts renderOptions) (*release, error) {
 	}
 	// Strict: a template that reads a value the chart does not define fails.
 	files, err := engine.Engine{Strict: true}.Render(ch, top)
+	if opts.cluster != nil {
+		files, err = engine.RenderWithClientProvider(ch, top, opts.cluster)
+	}
 	if err != nil {
 		return nil, err
 	}

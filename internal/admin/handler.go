@@ -1,15 +1,12 @@
 package admin
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 )
 
@@ -54,8 +51,7 @@ func Register(mux *http.ServeMux, src Source, o *Options) {
 	}
 	h := &handler{src: src, log: o.Log, now: o.Now}
 	if o.Token != "" {
-		sum := sha256.Sum256([]byte(o.Token))
-		h.token = sum[:]
+		h.token = newBearer(o.Token)
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -74,7 +70,7 @@ func Register(mux *http.ServeMux, src Source, o *Options) {
 
 type handler struct {
 	src   Source
-	token []byte // SHA-256 of Options.Token; nil when none is required
+	token *bearer // Options.Token; nil when none is required
 	log   *slog.Logger
 	now   func() time.Time
 }
@@ -147,26 +143,7 @@ func (h *handler) authorized(next http.HandlerFunc) http.HandlerFunc {
 	if h.token == nil {
 		return next
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !h.tokenOK(r.Header.Get("Authorization")) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpfleet admin"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody{"a valid admin token is required (Authorization: Bearer)"})
-			return
-		}
-		next(w, r)
-	}
-}
-
-// tokenOK compares the header's bearer token with the configured one in
-// constant time: both are hashed first, so neither the length nor a prefix
-// of the token shows in the time taken.
-func (h *handler) tokenOK(header string) bool {
-	scheme, tok, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return false
-	}
-	sum := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(sum[:], h.token) == 1
+	return h.token.wrap(next)
 }
 
 // sameOrigin refuses an action a browser sends from another site's page

@@ -72,12 +72,21 @@ func serve(t *testing.T, src Source, o *Options) *httptest.Server {
 
 func send(t *testing.T, method, url string, hdr map[string]string) (int, []byte) {
 	t.Helper()
+	return sendWith(t, method, url, hdr, nil)
+}
+
+// sendWith is send, with edit applied to the request last.
+func sendWith(t *testing.T, method, url string, hdr map[string]string, edit func(*http.Request)) (int, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
+	}
+	if edit != nil {
+		edit(req)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

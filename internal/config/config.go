@@ -34,11 +34,11 @@ type Config struct {
 	// there too.
 	Listen string `yaml:"listen"`
 	// Admin is the admin listener's address (/metrics, the fleet page and
-	// API); "" turns it off.
+	// API); "" turns it off. Off loopback it needs AdminTokenFile.
 	Admin string `yaml:"admin"`
 	// AdminTokenFile is the path of a file holding the bearer token every
-	// /api/ route of the admin listener then requires (docs/ADMIN.md);
-	// "" requires none. /metrics, /healthz and /readyz stay open.
+	// route of the admin listener but the page and an open /metrics then
+	// requires (docs/ADMIN.md); "" requires none.
 	AdminTokenFile string `yaml:"admin_token_file"`
 	// Path is the MCP endpoint's path.
 	Path string `yaml:"path"`
@@ -114,6 +114,9 @@ type Config struct {
 	ReadyzChecksStore bool `yaml:"readyz_checks_store"`
 	// AllowAnyHost turns off DNS-rebinding protection on loopback listeners.
 	AllowAnyHost bool `yaml:"allow_any_host"`
+	// Edge is which Host and Origin the listeners take and what the admin
+	// token guards (edge.go).
+	Edge `yaml:",inline"`
 	// Idempotency is where idempotency records live: memory, redis or off.
 	Idempotency string `yaml:"idempotency"`
 	// RedisURL is the Redis or Valkey server (redis:// or rediss://) for
@@ -336,6 +339,7 @@ func Default() Config {
 		DialTimeout:       Duration(5 * time.Second),
 		Grace:             Duration(15 * time.Second),
 		ReadyzChecksStore: true,
+		Edge:              Edge{AdminMetricsOpen: true},
 		LogLevel:          "info",
 		Discovery:         Discovery{Scheme: "http", Path: "/mcp", SSEPath: upstream.DefaultSSEPath, Interval: Duration(10 * time.Second)},
 		HealthCheck: HealthCheck{Interval: Duration(upstream.DefaultCheckInterval), Timeout: Duration(upstream.DefaultCheckTimeout),
@@ -401,6 +405,7 @@ func (c *Config) Validate() error {
 	case strings.ContainsAny(c.AdminTokenFile, "\x00\r\n"):
 		bad("admin_token_file", "want the path of a file that holds the token")
 	}
+	c.validateEdge(bad)
 	if !strings.HasPrefix(c.Path, "/") || c.Path == "/healthz" || c.Path == "/readyz" {
 		bad("path", "must start with / and not be /healthz or /readyz, got %q", c.Path)
 	}
@@ -530,7 +535,11 @@ func (c *Config) Validate() error {
 	}
 	if len(errs) == 0 && len(c.Services) > 0 {
 		// Each service is the top level, as it is now, with its keys over.
-		if _, err := c.ResolveServices(); err != nil {
+		list, err := c.ResolveServices()
+		if err == nil {
+			err = servicesWithinAllowedHosts(list, c.AllowedHosts)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -17,7 +17,8 @@ var (
 	errNoReplica       = &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: "no replica available"}
 	errUnreachable     = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "no replica could be reached"}
 	errAfterDelivery   = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "replica failed after the request was delivered; not retried"}
-	errHost            = &mcpmsg.Error{Status: http.StatusForbidden, Code: mcpmsg.CodeInvalidRequest, Message: "host not allowed on a loopback listener (DNS rebinding protection)"}
+	errHost            = &mcpmsg.Error{Status: http.StatusForbidden, Code: mcpmsg.CodeInvalidRequest, Message: "host not allowed (DNS rebinding protection)"}
+	errOrigin          = &mcpmsg.Error{Status: http.StatusForbidden, Code: mcpmsg.CodeInvalidRequest, Message: "origin not allowed"}
 	errMethod          = &mcpmsg.Error{Status: http.StatusMethodNotAllowed, Code: mcpmsg.CodeInvalidRequest, Message: "method not allowed"}
 	errSessionRepeated = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "more than one Mcp-Session-Id header"}
 )

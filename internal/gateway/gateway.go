@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/balance"
+	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
@@ -28,6 +29,7 @@ import (
 // concurrent use.
 type Gateway struct {
 	opts        Options
+	guard       hostmatch.Guard // which Host and Origin may reach a replica
 	fleet       *upstream.Fleet
 	keys        *session.Keyring  // seals and opens legacy session IDs
 	tasks       session.TaskStore // 2026-07-28 task -> replica
@@ -97,6 +99,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		return nil, err
 	}
 	openers, err := newOpenerKeyer(o.RoutingSalt)
+	guard, err := newGuard(&o)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +114,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		endStandalone: endStandalone,
 		aff:           aff,
 		openers:       openers,
+		guard:         guard,
 		annotations:   newAnnotations(),
 		idem:          o.Idempotency,
 		opts:          o,
@@ -232,8 +236,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	if !g.hostAllowed(r) {
-		rec.reject(w, errHost, nil)
+	if e := g.edgeRefusal(r); e != nil {
+		rec.reject(w, e, nil)
 		return
 	}
 	verified, ok := g.authenticate(w, r, rec)

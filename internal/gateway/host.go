@@ -4,52 +4,48 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
+
+	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 )
 
-// A page in a browser can reach a server on loopback through DNS rebinding:
-// a hostname that first resolved to the attacker resolves to 127.0.0.1, and
-// the browser sends the attacker's Host. Servers on loopback must refuse
-// such requests (2025-11-25 "Security Best Practices", local server
-// compromise); the Go SDK does. The gateway forwards with the replica's own
-// Host, so the replica can no longer see the client's: the gateway checks it
-// instead, on the same terms: a request that arrived on a loopback address
-// must name a loopback host.
+// A page in a browser can reach the gateway in two ways it should not: DNS
+// rebinding (a name of the attacker's resolves to the gateway, and the
+// browser sends that name as Host) and a cross-site request (another
+// site's page posts to it, with its own Origin). The Streamable HTTP
+// transport says servers MUST validate Origin (MCP 2025-11-25,
+// "Transports", "Security Warning"), and the security best practices
+// (local server compromise) say to check Host on loopback; the Go SDK
+// does both. The gateway forwards with the replica's own Host, so a
+// replica can no longer see the client's: the gateway checks both instead,
+// on every route that reaches a replica (the MCP path, the 2024-11-05
+// paths, passthrough paths), before anything is read or forwarded.
+// hostmatch.Guard is the decision.
 
-// hostAllowed reports whether r may proceed under DNS-rebinding protection.
-func (g *Gateway) hostAllowed(r *http.Request) bool {
-	if g.opts.AllowAnyHost {
-		return true
-	}
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil {
-		return true
-	}
-	if tcp, ok := local.(*net.TCPAddr); ok {
-		if !tcp.IP.IsLoopback() {
-			return true
-		}
-	} else if !isLoopback(local.String()) {
-		return true
-	}
-	return isLoopback(r.Host)
+// newGuard is the decision Options describe; an allowed origin that does
+// not parse is an error.
+func newGuard(o *Options) (hostmatch.Guard, error) {
+	origins, anyOrigin, err := hostmatch.ParseOrigins(o.AllowedOrigins)
+	g := hostmatch.Guard{AnyHost: o.AllowAnyHost, Hosts: o.AllowedHosts, Origins: origins, AnyOrigin: anyOrigin}
+	return g, err
 }
 
-// isLoopback reports whether a host or host:port names loopback: localhost,
-// 127.0.0.0/8 or ::1.
-func isLoopback(hostport string) bool {
-	host := hostport
-	// A port only after the last colon that is not inside brackets: a
-	// Host without one is split by nothing (and allocates no error).
-	if i := strings.LastIndexByte(hostport, ':'); i > strings.LastIndexByte(hostport, ']') {
-		if h, _, err := net.SplitHostPort(hostport); err == nil {
-			host = h
-		}
+// edgeRefusal is the answer to a request whose Host or Origin the guard
+// refuses (403), nil when it may proceed.
+func (g *Gateway) edgeRefusal(r *http.Request) *mcpmsg.Error {
+	switch g.guard.Check(r.Host, r.Header.Values("Origin"), localAddr(r)) {
+	case nil:
+		return nil
+	case hostmatch.ErrHost:
+		return errHost
+	default:
+		return errOrigin
 	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// localAddr is the address r arrived on, the zero Addr when the server did
+// not say (http.LocalAddrContextKey).
+func localAddr(r *http.Request) netip.Addr {
+	a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return hostmatch.IP(a)
 }

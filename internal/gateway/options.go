@@ -77,6 +77,14 @@ type Options struct {
 	// that arrives on a loopback address must name a loopback Host, or it
 	// gets 403. Turn it off when a local proxy forwards with a public Host.
 	AllowAnyHost bool
+	// AllowedHosts pins the names a request's Host may give (exact, or
+	// *. and one label), whatever the listener's address; nil keeps the
+	// default above (loopback names on a loopback listener, else any).
+	AllowedHosts []string
+	// AllowedOrigins may send requests besides pages of the request's own
+	// host (scheme://host[:port]); "*" turns the Origin check off. A
+	// request without Origin always passes: non-browser clients send none.
+	AllowedOrigins []string
 	// Keyring seals and opens legacy session IDs. nil means a random key:
 	// sessions then do not survive a restart, and other gateway processes
 	// cannot open them.

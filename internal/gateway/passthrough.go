@@ -47,8 +47,8 @@ func (g *Gateway) passesThrough(path string) (ok, readOnly bool) {
 func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, readOnly bool) {
 	rec := g.begin(r)
 	defer g.finish(rec)
-	if !g.hostAllowed(r) {
-		rec.reject(w, errHost, nil)
+	if e := g.edgeRefusal(r); e != nil {
+		rec.reject(w, e, nil)
 		return
 	}
 	if readOnly && r.Method != http.MethodGet && r.Method != http.MethodHead {

@@ -48,8 +48,8 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) bool {
 	defer g.finish(rec)
 	q := &request{label: r.Method, era: mcpmsg.EraSSE}
 	rec.q = q
-	if !g.hostAllowed(r) {
-		rec.reject(w, errHost, nil)
+	if e := g.edgeRefusal(r); e != nil {
+		rec.reject(w, e, nil)
 		return true
 	}
 	verified, ok := g.authenticate(w, r, rec)

@@ -1,7 +1,8 @@
 // Package hostmatch is how a service's hosts take a request's Host, one
 // rule for the gateway's router, the config's overlap check and the
 // balancer configs lbconfig writes: an exact name, or *. and a name, the
-// star standing for exactly one label.
+// star standing for exactly one label. It also parses Host and Origin
+// strictly, and decides which of them a listener takes (Guard).
 package hostmatch
 
 import "strings"

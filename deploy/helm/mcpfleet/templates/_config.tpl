@@ -8,9 +8,8 @@ always give the same file and the same checksum.
 {{- $cfg := deepCopy $v.gateway.config -}}
 {{- $_ := set $cfg "listen" "0.0.0.0:8080" -}}
 {{- $_ = set $cfg "admin" "0.0.0.0:9090" -}}
-{{- if $v.adminToken.existingSecret -}}
+{{- /* The admin port listens on every address: serve needs its token. */ -}}
 {{- $_ = set $cfg "admin_token_file" (printf "%s/admin-token" (include "mcpfleet.adminDir" .)) -}}
-{{- end -}}
 {{- $_ = set $cfg "secret_file" (printf "%s/secret.yaml" (include "mcpfleet.secretDir" .)) -}}
 {{- $_ = set $cfg "drain_delay" (printf "%ds" (int $v.gateway.drainDelaySeconds)) -}}
 {{- $_ = set $cfg "grace" (printf "%ds" (int $v.gateway.graceSeconds)) -}}

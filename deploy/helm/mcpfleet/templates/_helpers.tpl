@@ -76,6 +76,11 @@ capabilities:
 {{- define "mcpfleet.redisDir" -}}/etc/mcpfleet/redis{{- end -}}
 {{- define "mcpfleet.adminDir" -}}/etc/mcpfleet/admin{{- end -}}
 
+{{/* The Secret of the admin token: the operator's, else the one the chart makes. */}}
+{{- define "mcpfleet.adminTokenName" -}}
+{{- .Values.adminToken.existingSecret | default (printf "%s-admin" (include "mcpfleet.fullname" .)) -}}
+{{- end -}}
+
 {{/*
 terminationGracePeriodSeconds: the preStop sleep, the drain delay and the
 grace, plus a margin, so that the kubelet's SIGKILL comes after serve has

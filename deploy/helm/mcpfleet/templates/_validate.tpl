@@ -71,7 +71,7 @@ message does not repeat the URL. */ -}}
 {{- $owned := dict
   "listen" "from the image's ports"
   "admin" "from the image's ports"
-  "admin_token_file" "from adminToken.existingSecret"
+  "admin_token_file" "from adminToken (the chart makes a token unless adminToken.existingSecret names one)"
   "secret_file" "from secret.*"
   "drain_delay" "from gateway.drainDelaySeconds"
   "grace" "from gateway.graceSeconds"
