@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/identity"
@@ -24,5 +25,54 @@ func (c *Config) validateTokens(bad func(string, string, ...any)) {
 		if err := identity.CheckKeyURL(a.JWKSURL); err != nil {
 			bad("auth.jwks_url", "%v", err)
 		}
+	}
+}
+
+// Auth configures JWT verification (docs/GATEWAY.md, "Deploying in front
+// of an OAuth-protected server"). Off unless a key source is named.
+type Auth struct {
+	// JWKSFile or JWKSURL is where the issuers' public keys are.
+	JWKSFile string `yaml:"jwks_file"`
+	JWKSURL  string `yaml:"jwks_url"`
+	// JWKSRefresh is how often the keys are read again.
+	JWKSRefresh Duration `yaml:"jwks_refresh"`
+	// Issuers are the accepted iss values; Audiences the accepted aud
+	// values (empty: refused unless AudiencesAny).
+	Issuers   []string `yaml:"issuers"`
+	Audiences []string `yaml:"audiences"`
+	// AudiencesAny, with no Audiences, accepts any aud on purpose.
+	AudiencesAny bool `yaml:"audiences_any"`
+	// MaxTokenLifetime bounds a token's exp - iat (exp - now without iat);
+	// 0 means no bound.
+	MaxTokenLifetime Duration `yaml:"max_token_lifetime"`
+	// ClockSkew is the leeway on exp, nbf and iat.
+	ClockSkew Duration `yaml:"clock_skew"`
+	// ResourceMetadata is the URL a 401's challenge names; "" means the
+	// well-known URL at the origin the client used.
+	ResourceMetadata string `yaml:"resource_metadata"`
+}
+
+// On reports whether verification is configured.
+func (a Auth) On() bool { return a.JWKSFile != "" || a.JWKSURL != "" }
+
+func (c *Config) validateAuth(bad func(string, string, ...any)) {
+	a := c.Auth
+	switch {
+	case a.JWKSFile != "" && a.JWKSURL != "":
+		bad("auth.jwks_file", "use either auth.jwks_file or auth.jwks_url, not both")
+	case !a.On() && (len(a.Issuers) > 0 || len(a.Audiences) > 0 || a.AudiencesAny || a.ResourceMetadata != ""):
+		bad("auth.issuers", "verification needs auth.jwks_file or auth.jwks_url")
+	case a.On() && len(a.Issuers) == 0:
+		bad("auth.issuers", "name at least one accepted issuer")
+	}
+	c.validateTokens(bad)
+	if a.ResourceMetadata != "" && !strings.HasPrefix(a.ResourceMetadata, "https://") && !strings.HasPrefix(a.ResourceMetadata, "http://") {
+		bad("auth.resource_metadata", "want an https:// URL, got %q", a.ResourceMetadata)
+	}
+	if d := time.Duration(a.ClockSkew); d < 0 || d > 5*time.Minute {
+		bad("auth.clock_skew", "must be between 0s and 5m, got %s", d)
+	}
+	if d := time.Duration(a.JWKSRefresh); d < 10*time.Second {
+		bad("auth.jwks_refresh", "must be at least 10s, got %s", d)
 	}
 }

@@ -52,3 +52,34 @@ func (c *Config) validateLimits(bad func(string, string, ...any)) {
 		bad("limits.per_address", "must be between 0 and 1000000 calls per second, got %v", l.PerAddress)
 	}
 }
+
+// Limits configures the admission step (docs/GATEWAY.md, "Limits").
+type Limits struct {
+	// Store is memory (each gateway process its own limits) or redis (one
+	// set of limits for every gateway sharing redis_url).
+	Store string `yaml:"store"`
+	// Rate is each caller's calls per second; 0 means no rate limit.
+	Rate float64 `yaml:"rate"`
+	// Burst is each caller's bucket size; 0 means the rate rounded up.
+	Burst int `yaml:"burst"`
+	// Concurrency is each caller's calls in flight; 0 means no limit.
+	Concurrency int `yaml:"concurrency"`
+	// Tools caps the calls of each named tool in flight, fleet-wide.
+	Tools map[string]int `yaml:"tools"`
+	// Methods are the JSON-RPC methods governed.
+	Methods []string `yaml:"methods"`
+	// OnStoreError is open (let calls through) or closed (refuse them,
+	// 503) while the store does not answer.
+	OnStoreError string `yaml:"on_store_error"`
+	// LeaseTTL is how long a dead gateway's leases outlive it.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// MaxCallers bounds the memory store.
+	MaxCallers int `yaml:"max_callers"`
+	// Sessions is each caller's new sessions (initialize) per minute; 0
+	// means no limit.
+	Sessions int `yaml:"sessions"`
+	// PerAddress is each client address's calls per second, beside the
+	// caller's limits, for callers whose token is not verified; 0 means no
+	// limit.
+	PerAddress float64 `yaml:"per_address"`
+}
