@@ -19,4 +19,7 @@ func (m *Metrics) zeroSeries() {
 	for _, a := range []string{"unkept", "refused"} {
 		m.memoryShed.WithLabelValues(a)
 	}
+	for _, k := range []string{"session", "endpoint", "task"} {
+		m.bindingRefused.WithLabelValues(k)
+	}
 }

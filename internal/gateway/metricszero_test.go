@@ -23,10 +23,11 @@ func TestAlertedCountersStartAtZero(t *testing.T) {
 		}
 	}
 	for name, values := range map[string][]string{
-		"mcpfleet_retries_total":          {"not_delivered", "draining", "delivered_safe"},
-		"mcpfleet_idempotency_total":      {"replayed", "waited", "unavailable"},
-		"mcpfleet_capacity_refused_total": {"full", "queue_full", "timeout", "store"},
-		"mcpfleet_memory_shed_total":      {"unkept", "refused"},
+		"mcpfleet_retries_total":                 {"not_delivered", "draining", "delivered_safe"},
+		"mcpfleet_idempotency_total":             {"replayed", "waited", "unavailable"},
+		"mcpfleet_capacity_refused_total":        {"full", "queue_full", "timeout", "store"},
+		"mcpfleet_memory_shed_total":             {"unkept", "refused"},
+		"mcpfleet_session_binding_refused_total": {"session", "endpoint", "task"},
 	} {
 		for _, v := range values {
 			n, ok := got[name][v]
