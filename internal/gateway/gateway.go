@@ -99,6 +99,9 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		return nil, err
 	}
 	openers, err := newOpenerKeyer(o.RoutingSalt)
+	if err != nil {
+		return nil, err
+	}
 	guard, err := newGuard(&o)
 	if err != nil {
 		return nil, err
