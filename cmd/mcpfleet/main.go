@@ -67,6 +67,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"lbconfig":   runLbconfig,
 		"fleet":      runFleet,
 		"tools":      runTools,
+		"version":    runVersion,
+	}
+	if args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/logwriter"
 	"github.com/mcpfleet/mcpfleet/internal/store"
+	"github.com/mcpfleet/mcpfleet/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -225,7 +226,8 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger, access
 	if aln != nil {
 		rg.serveAdmin(aln, admCerts, adminToken)
 	}
-	attrs := []any{"addr", rg.addr.String(), "admin", cfg.Admin, "server", cfg.Server, "tls", certs != nil}
+	build := version.Get()
+	attrs := []any{"version", build.Version, "commit", build.Commit, "addr", rg.addr.String(), "admin", cfg.Admin, "server", cfg.Server, "tls", certs != nil}
 	if names := rg.svcs.names(); len(names) > 1 || names[0] != "" {
 		attrs = append(attrs, "services", names)
 	} else {
@@ -256,7 +258,8 @@ func loadCerts(cfg config.Config, log *slog.Logger) (mcp, admin *certSlot, err e
 // serveAdmin serves /metrics, the fleet page and API (token, when not "",
 // guarding /api/) and Go's profiles on aln, over TLS when certs is not nil.
 func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot, token string) {
-	rg.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rg.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfoGauge(version.Get()))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(rg.reg, promhttp.HandlerOpts{}))
 	rg.svcs.registerAdmin(mux, &admin.Options{Token: token, Log: rg.log})
