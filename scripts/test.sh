@@ -167,6 +167,8 @@ deploy_helm() {
 }
 run "deploy/helm: the Helm chart, rendered and decoded strictly" deploy_helm
 
+run "release: scripts/release.sh twice from a clean clone (linux/amd64, SBOM, image, chart) gives the same SHA256SUMS" bash scripts/lib/release-check.sh
+
 # Every Fuzz function in the tree, each run on its own for a short while.
 # fuzz_one PKG FN: a failure counts when it wrote a failing input, or when it
 # is anything but Go 1.26's coordinator race at the end of -fuzztime

@@ -61,7 +61,7 @@ for platform in $RELEASE_PLATFORMS; do
 	echo "release-check: $name: archive, binary and SBOM ($(wc -l <"$tmp/sbom") modules) checked"
 done
 
-grep -q "\"org.opencontainers.image.ref.name\":\"$version\"" "$tmp/a/mcpfleet-$version-image/index.json" ||
+grep -q "\"org.opencontainers.image.ref.name\": *\"$version\"" "$tmp/a/mcpfleet-$version-image/index.json" ||
 	fail "the image layout is not tagged $version: $(cat "$tmp/a/mcpfleet-$version-image/index.json")"
 tar -xzOf "$tmp/a/mcpfleet-$version.tgz" mcpfleet/Chart.yaml | grep -qx "appVersion: $version" ||
 	fail "mcpfleet-$version.tgz's appVersion is not $version"
