@@ -92,6 +92,11 @@ jaeger_out=$(mktemp -d)
 	echo $? >"$jaeger_out/status.new" && mv "$jaeger_out/status.new" "$jaeger_out/status"
 ) &
 
+# cyclonedx-gomod for the release step's SBOMs, the same way (kept after
+# the first build; the release step builds it itself if this has not
+# finished).
+(nice -n 19 bash scripts/lib/cyclonedx.sh >/dev/null 2>&1 &)
+
 run "go vet" go vet ./...
 
 run "staticcheck" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
