@@ -4,7 +4,7 @@
 # cheap in the suite it builds one platform (RELEASE_PLATFORMS, default
 # linux/amd64) with its SBOM, the image and the chart; the five platforms'
 # comparison is run by hand (RELEASE_PLATFORMS="linux/amd64 linux/arm64
-# darwin/amd64 darwin/arm64 windows/amd64"). It also checks what is in the
+# darwin/amd64 darwin/arm64"). It also checks what is in the
 # output: the archive's binary says the version and the commit, the SBOM
 # lists every module of the binary's build info, the image layout is tagged
 # with the version, the chart is there.
