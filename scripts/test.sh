@@ -144,6 +144,11 @@ await_step() {
 }
 background deploy_image deploy_helm &
 
+# cyclonedx-gomod for the release step's SBOMs, the same way (kept after
+# the first build; the release step builds it itself if this has not
+# finished).
+(nice -n 19 bash scripts/lib/cyclonedx.sh >/dev/null 2>&1 &)
+
 run "go vet" go vet ./...
 
 run "staticcheck" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
@@ -217,6 +222,8 @@ prometheus_rules() {
 	promtool test rules alerts_test.yaml
 }
 run "deploy/prometheus: the alert rules, checked and unit-tested by promtool" prometheus_rules
+
+run "release: scripts/release.sh twice from a clean clone (linux/amd64, SBOM, image, chart) gives the same SHA256SUMS" bash scripts/lib/release-check.sh
 
 # Every Fuzz function in the tree, each run on its own for a short while.
 # fuzz_one PKG FN: a failure counts when it wrote a failing input, or when it

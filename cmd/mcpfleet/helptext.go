@@ -147,6 +147,13 @@ secret_file, else it is generated (keep it stable).`,
 			"mcpfleet lbconfig haproxy --config mcpfleet.yaml --listen :8080 > haproxy.cfg",
 		},
 	},
+	"version": {
+		usage: "version",
+		about: `Prints the version, commit, commit time, Go version and platform of this
+build: a release says its version, a plain go build "devel" and the commit
+it recorded (or that it recorded none). --version prints the same.`,
+		examples: []string{"mcpfleet version", "mcpfleet --version"},
+	},
 	"tools": {
 		usage: "tools <subcommand> [flags]",
 		about: `subcommands:

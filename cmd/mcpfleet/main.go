@@ -36,6 +36,7 @@ var commands = []command{
 	{"load", "the simulator's traffic against a real fleet, beside the simulator's prediction and where the CPU went", runLoad},
 	{"lab", "the simulator as a web page with missions (http://127.0.0.1:8090)", runLab},
 	{"sim", "simulate a fleet on virtual time with the gateway's own routing code; missions", runSim},
+	{"version", "print this build's version, commit, commit time, Go version and platform", runVersion},
 }
 
 // findCommand returns the command called name, or nil.
@@ -85,6 +86,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name, rest := args[0], args[1:]
+	if name == "--version" {
+		name = "version"
+	}
 	switch name {
 	case "help", "-h", "-help", "--help":
 		if len(rest) == 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 	"github.com/mcpfleet/mcpfleet/internal/logwriter"
 	"github.com/mcpfleet/mcpfleet/internal/store"
+	"github.com/mcpfleet/mcpfleet/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -227,7 +228,8 @@ func startGateway(cfg config.Config, configPath string, log *slog.Logger, access
 	if aln != nil {
 		rg.serveAdmin(aln, admCerts, &cfg, adminToken)
 	}
-	attrs := []any{"addr", rg.addr.String(), "admin", cfg.Admin, "server", cfg.Server, "tls", certs != nil}
+	build := version.Get()
+	attrs := []any{"version", build.Version, "commit", build.Commit, "addr", rg.addr.String(), "admin", cfg.Admin, "server", cfg.Server, "tls", certs != nil}
 	if names := rg.svcs.names(); len(names) > 1 || names[0] != "" {
 		attrs = append(attrs, "services", names)
 	} else {
@@ -260,7 +262,8 @@ func loadCerts(cfg config.Config, log *slog.Logger) (mcp, admin *certSlot, err e
 // admin_pprof, Go's profiles behind token, on aln, over TLS when certs is
 // not nil; every route behind the Host and Origin check.
 func (rg *runningGateway) serveAdmin(aln net.Listener, certs *certSlot, cfg *config.Config, token string) {
-	rg.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rg.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfoGauge(version.Get()))
 	mux := http.NewServeMux()
 	rg.svcs.registerAdmin(mux, &admin.Options{Token: token, Log: rg.log})
 	origins, anyOrigin, _ := hostmatch.ParseOrigins(cfg.AllowedOrigins) // validated

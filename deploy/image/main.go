@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 )
 
-const usage = `usage: go run . [--out DIR] [--tar FILE] [--tag NAME:TAG] [--arch ARCH]
+const usage = `usage: go run . [--out DIR] [--tar FILE] [--tag NAME:TAG] [--arch ARCH] [--version V]
 
 Builds mcpfleet's container image offline (docs/IMAGE.md): at least one of
 --out (an OCI image layout: skopeo copy oci:DIR ..., podman pull oci:DIR)
@@ -41,6 +41,9 @@ func main() {
 // options are the builder's flags.
 type options struct {
 	out, tar, tag, arch, src, caBundle string
+	// version, when set, is the release's: the image's version label,
+	// its default tag and what the binary's version command says.
+	version string
 }
 
 // run builds the image and returns the exit code: 0, 2 for bad usage, 1 for
@@ -58,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.tag, "tag", "", "the image's name in the archive and layout (default mcpfleet:VERSION)")
 	fs.StringVar(&o.arch, "arch", runtime.GOARCH, "GOARCH of the binary and the image: amd64 or arm64")
 	fs.StringVar(&o.src, "src", "", "the mcpfleet module's `directory` (default: found above the working directory)")
+	fs.StringVar(&o.version, "version", "", "the release's `version` (0.2.0): label, default tag and the binary's own (default: git describe, the binary says devel)")
 	fs.StringVar(&o.caBundle, "ca-bundle", caBundlePath, "the CA bundle `file` to ship (Debian's ca-certificates)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -103,6 +107,10 @@ func build(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	release := o.version != ""
+	if release {
+		src.version = o.version
+	}
 	if o.tag == "" {
 		o.tag = imageTitle + ":" + src.version
 	}
@@ -119,7 +127,7 @@ func build(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin, err := compile(ctx, src.dir, o.arch, tmp)
+	bin, err := compile(ctx, src.dir, o.arch, tmp, src.stamps(release))
 	if err != nil {
 		return err
 	}

@@ -118,12 +118,34 @@ func spdxID(text string) string {
 	return ""
 }
 
+// versionPkg is the package whose variables a release build sets with
+// -ldflags -X (mcpfleet version).
+const versionPkg = rootModule + "/internal/version"
+
+// stamps are the -X flags that tell the binary its commit and the commit's
+// time, and with release its version too (else it says devel); none
+// without git. scripts/release.sh gives its binaries the same, in the
+// same order, so that its linux binaries and the image's are alike.
+func (s source) stamps(release bool) []string {
+	var x []string
+	if release {
+		x = append(x, "-X", versionPkg+".version="+s.version)
+	}
+	if s.revision != "" {
+		x = append(x, "-X", versionPkg+".commit="+s.revision,
+			"-X", versionPkg+".commitTime="+s.created.Format(time.RFC3339))
+	}
+	return x
+}
+
 // compile builds cmd/mcpfleet of src for linux/arch into dir and returns
 // the binary's path: static (no cgo), without symbols or local paths, and
-// without VCS stamps, so the same tree gives the same bytes.
-func compile(ctx context.Context, src, arch, dir string) (string, error) {
+// without VCS stamps (the commit comes in stamps, -X flags), so the same
+// tree gives the same bytes.
+func compile(ctx context.Context, src, arch, dir string, stamps []string) (string, error) {
 	bin := filepath.Join(dir, "mcpfleet")
-	c := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", bin, "./cmd/mcpfleet")
+	ldflags := strings.Join(append([]string{"-s", "-w"}, stamps...), " ")
+	c := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", bin, "./cmd/mcpfleet")
 	c.Dir = src
 	// Later entries win: these override the caller's environment.
 	c.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOWORK=off")

@@ -6,7 +6,11 @@
 // snapshot and takes the actions.
 package admin
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/version"
+)
 
 // The replica states of Replica.State.
 const (
@@ -37,7 +41,12 @@ type Fleet struct {
 
 // Gateway is the gateway's own figures.
 type Gateway struct {
+	// Version is the build in one line: its version and commit
+	// (version.Info.Short).
 	Version string `json:"version"`
+	// Build is the build's identity field by field, as mcpfleet version
+	// prints it; nil from a gateway older than the field.
+	Build *version.Info `json:"build,omitempty"`
 	// Started is when the gateway started; Uptime the seconds since.
 	Started  time.Time `json:"started"`
 	Uptime   float64   `json:"uptime_s"`

@@ -2,13 +2,12 @@ package gateway
 
 import (
 	"context"
-	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/health"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
+	"github.com/mcpfleet/mcpfleet/internal/version"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -79,8 +78,10 @@ func healthName(s upstream.Status) string {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (g *Gateway) gatewayView(now time.Time) admin.Gateway {
+	build := version.Get()
 	v := admin.Gateway{
-		Version:  version(),
+		Version:  build.Short(),
+		Build:    &build,
 		Started:  g.started.UTC(),
 		Uptime:   float64(now.Sub(g.started).Milliseconds()) / 1000,
 		Draining: g.draining.Load(),
@@ -172,23 +173,4 @@ func (g *Gateway) SetHeld(name string, held bool) (bool, error) {
 		return false, admin.ErrUnknownReplica
 	}
 	return r.SetHeld(held), nil
-}
-
-// version is the binary's module version and VCS revision, as the build
-// recorded them.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 && !strings.Contains(v, s.Value[:12]) {
-			v += " (" + s.Value[:12] + ")"
-		}
-	}
-	if v == "" {
-		v = "unknown"
-	}
-	return v
 }

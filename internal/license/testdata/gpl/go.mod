@@ -1,0 +1,3 @@
+module example.com/gpl
+
+go 1.26

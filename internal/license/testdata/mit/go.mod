@@ -1,0 +1,3 @@
+module example.com/mit
+
+go 1.26
