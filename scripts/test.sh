@@ -121,9 +121,11 @@ deploy_helm() {
 # background FN...: runs the steps FN one after another in the background,
 # at the lowest priority, from now on, so that their downloads and compiles
 # take only the cores the foreground steps leave idle; await_step FN shows
-# one's output and status as a step of its own. The deployment checks
-# compile Helm, the Kubernetes API and go-containerregistry (minutes on a
-# fresh machine) and measure no time, so they run beside the first steps.
+# one's output and status as a step of its own. vet, staticcheck and the
+# deployment checks (which compile Helm, the Kubernetes API and
+# go-containerregistry) take minutes on a fresh machine and measure no
+# time, so they run beside the race-enabled tests, whose processes wait on
+# the network and on timers for much of theirs.
 bg_out=$(mktemp -d)
 background() {
 	local fn
@@ -142,16 +144,14 @@ await_step() {
 	cat "$bg_out/$fn.log"
 	[[ $(cat "$bg_out/$fn.status" 2>/dev/null) == 0 ]]
 }
-background deploy_image deploy_helm &
+go_vet() { go vet ./...; }
+staticcheck_root() { go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; }
+background go_vet staticcheck_root deploy_image deploy_helm &
 
 # cyclonedx-gomod for the release step's SBOMs, the same way (kept after
 # the first build; the release step builds it itself if this has not
 # finished).
 (nice -n 19 bash scripts/lib/cyclonedx.sh >/dev/null 2>&1 &)
-
-run "go vet" go vet ./...
-
-run "staticcheck" go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # The load runs measure rolling restarts and CPU shares on wall-clock time:
 # they run on their own below, not beside the other packages on two cores.
@@ -169,8 +169,10 @@ run "go test: the simulator (its parallel runner with -race)" sim_tests
 
 MCPFLEET_TEST_SERVER=std run "go test -race: the gateway behind net/http's server (server: std)" go test -race -count=1 ./internal/gateway
 
-# The deployment checks started in the background above; the load runs
-# below measure CPU shares, so they wait for them to end.
+# The checks started in the background above; the load runs below measure
+# CPU shares, so they wait for them to end.
+run "go vet" await_step go_vet
+run "staticcheck" await_step staticcheck_root
 run "deploy/image: the container image, built offline and inspected" await_step deploy_image
 run "deploy/helm: the Helm chart, rendered and decoded strictly" await_step deploy_helm
 
