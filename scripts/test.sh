@@ -102,7 +102,7 @@ deploy_image() {
 	cd deploy/image
 	go vet ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	go test -count=1 ./...
+	go test -count=1 -timeout 40m ./... # at the lowest priority beside the foreground steps: slow, not stuck
 }
 
 # Its module replaces this one (it checks the chart with serve's own
@@ -115,7 +115,7 @@ deploy_helm() {
 	fi
 	go vet ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	go test -count=1 ./...
+	go test -count=1 -timeout 40m ./... # at the lowest priority beside the foreground steps: slow, not stuck
 }
 
 # background FN...: runs the steps FN one after another in the background,
@@ -137,7 +137,7 @@ background() {
 }
 await_step() {
 	local fn=$1 waited=0
-	while [[ ! -f $bg_out/$fn.status ]] && ((waited < 1800)); do
+	while [[ ! -f $bg_out/$fn.status ]] && ((waited < 3600)); do
 		sleep 2
 		waited=$((waited + 2))
 	done
