@@ -44,6 +44,7 @@ type Gateway struct {
 	draining    atomic.Bool   // /readyz answers 503 once set
 	stores      *storeCheck   // what /readyz asks of the stores
 	warm        *warmup       // /readyz's wait for the first round of checks
+	noReplica   *mcpmsg.Error // the answer when no replica can take new work
 	cap         *capacity     // max_inflight; nil when no replica has one
 	tw          *toolWatch    // every replica's tools; nil when off
 	mem         *memoryBudget // nil without Options.MemoryLimit
@@ -114,6 +115,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 	g := &Gateway{
 		started:       now,
 		warm:          newWarmup(now, &o),
+		noReplica:     noReplicaError(o.HealthCheckInterval),
 		ending:        ending,
 		endStreams:    endStreams,
 		standalone:    standalone,
