@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -56,15 +57,12 @@ func ownAnswersTable(t *testing.T) []ownAnswer {
 // ownAnswersElsewhere are the rows this test does not bring about, each
 // with the test that does.
 var ownAnswersElsewhere = map[string]string{
-	"bearer token missing or not verified (`auth`)":                                    "auth_test.go",
-	"request body not read within `body_read_timeout`, or cut":                         "TestBodyReadTimeout",
-	"resume whose `Last-Event-ID` names no event of the session":                       "no test yet: needs an event ID sealed for another session of the same caller",
-	"resume of a stream whose events are no longer kept":                               "resume_shared_test.go",
-	"`tasks/*` naming a task of another caller":                                        "binding_test.go",
-	"a rate, concurrency or tool limit refuses the call":                               "limits_test.go",
-	"the limits store does not answer, `limits.on_store_error: closed`":                "limits_test.go",
-	"every replica the request may go to is at `max_inflight` (after `queue_timeout`)": "capacity_test.go",
-	"the gateway is at its memory budget (a new stream or session)":                    "memory_test.go",
+	"bearer token missing or not verified (`auth`)":                     "auth_test.go",
+	"request body not read within `body_read_timeout`, or cut":          "TestBodyReadTimeout",
+	"resume whose `Last-Event-ID` names no event of the session":        "no test yet: needs an event ID sealed for another session of the same caller",
+	"resume of a stream whose events are no longer kept":                "resume_shared_test.go",
+	"`tasks/*` naming a task of another caller":                         "binding_test.go",
+	"the limits store does not answer, `limits.on_store_error: closed`": "limits_test.go",
 }
 
 // TestOwnAnswersTable walks docs/GATEWAY.md's table of the gateway's own
@@ -122,6 +120,8 @@ func checkOwnAnswer(t *testing.T, row ownAnswer, resp *http.Response) {
 		}
 	case err != nil || n < 1:
 		t.Errorf("Retry-After %q, want whole seconds", ra)
+	case isDigits(row.retryAfter) && row.retryAfter != ra:
+		t.Errorf("Retry-After %d, want %s", n, row.retryAfter)
 	case strings.HasPrefix(row.retryAfter, "`health_check.interval`") && n != 2:
 		t.Errorf("Retry-After %d, want 2 (the check interval, 1.5 s, rounded up)", n)
 	}
@@ -162,7 +162,7 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 	mutate := func() *http.Response {
 		return newRaw(t, fronts[dropping]+"/mcp", "2026-07-28").post(context.Background(), 1, "tools/call", map[string]any{"name": "mutate", "arguments": map[string]any{"key": "k"}}, nil)
 	}
-	return map[string]func() *http.Response{
+	produce := map[string]func() *http.Response{
 		"request target with a dot-segment, an encoded slash or a backslash":                                     func() *http.Response { return rawTarget(t, base, "/a/../mcp") },
 		"`Host` not allowed (`allowed_hosts`, DNS rebinding)":                                                    do("POST", base+"/mcp", call, map[string]string{"Host": "evil.example"}),
 		"`Origin` not allowed (`allowed_origins`)":                                                               do("POST", base+"/mcp", call, map[string]string{"Origin": "https://evil.example"}),
@@ -183,6 +183,49 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 		"the replica failed after the request was delivered (not retried)":                                                              mutate,
 		"OAuth discovery document asked with a method other than GET or HEAD":                                                           do("POST", base+"/.well-known/oauth-protected-resource", "", nil),
 		"a path that is neither the MCP endpoint, a 2024-11-05 path nor a passthrough path":                                             do("GET", base+"/nowhere", "", nil),
+	}
+	addRefusals(t, produce)
+	return produce
+}
+
+// addRefusals adds the conditions of limits, capacity and the memory
+// budget, each with a gateway of its own.
+func addRefusals(t *testing.T, produce map[string]func() *http.Response) {
+	lim := limit.NewLimiter(limit.NewMemory(0), &limit.Options{Rate: 0.001, Burst: 1})
+	t.Cleanup(lim.Close)
+	limited := startFleet(t, 1, &Options{Limits: lim})
+	capLim := limit.NewLimiter(limit.NewMemory(0), nil)
+	t.Cleanup(capLim.Close)
+	capped := startFleet(t, 1, &Options{Capacity: capLim, DefaultMaxInflight: 1})
+	full := startFleet(t, 1, &Options{MemoryLimit: 100, MemoryUsed: func() uint64 { return 1000 }})
+	call := func(url, tool string, args map[string]any) *http.Response {
+		return newRaw(t, url, "2026-07-28").post(context.Background(), 1, "tools/call", map[string]any{"name": tool, "arguments": args}, nil)
+	}
+	produce["a rate, concurrency or tool limit refuses the call"] = func() *http.Response {
+		call(limited.url(), "whoami", map[string]any{}).Body.Close() // the burst
+		return call(limited.url(), "whoami", map[string]any{})
+	}
+	produce["every replica the request may go to is at `max_inflight` (after `queue_timeout`)"] = func() *http.Response {
+		running := make(chan *http.Response, 1)
+		go func() { running <- call(capped.url(), "sleep", map[string]any{"seconds": 1}) }()
+		t.Cleanup(func() { (<-running).Body.Close() })
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if n, _ := capped.servers[0].Load(); n > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the sleep call never reached its replica")
+			}
+		}
+		return call(capped.url(), "whoami", map[string]any{})
+	}
+	produce["the gateway is at its memory budget (a new stream or session)"] = func() *http.Response {
+		for deadline := time.Now().Add(5 * time.Second); full.gw.mem.Level() < MemoryRefuseNew; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the memory budget never refused")
+			}
+		}
+		return call(full.url(), "whoami", map[string]any{})
 	}
 }
 
@@ -231,4 +274,9 @@ func rawTarget(t *testing.T, base, target string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+func isDigits(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
 }
