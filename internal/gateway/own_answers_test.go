@@ -59,7 +59,6 @@ func ownAnswersTable(t *testing.T) []ownAnswer {
 var ownAnswersElsewhere = map[string]string{
 	"bearer token missing or not verified (`auth`)":                     "auth_test.go",
 	"request body not read within `body_read_timeout`, or cut":          "TestBodyReadTimeout",
-	"resume whose `Last-Event-ID` names no event of the session":        "no test yet: needs an event ID sealed for another session of the same caller",
 	"resume of a stream whose events are no longer kept":                "resume_shared_test.go",
 	"`tasks/*` naming a task of another caller":                         "binding_test.go",
 	"the limits store does not answer, `limits.on_store_error: closed`": "limits_test.go",
@@ -183,6 +182,11 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 		"the replica failed after the request was delivered (not retried)":                                                              mutate,
 		"OAuth discovery document asked with a method other than GET or HEAD":                                                           do("POST", base+"/.well-known/oauth-protected-resource", "", nil),
 		"a path that is neither the MCP endpoint, a 2024-11-05 path nor a passthrough path":                                             do("GET", base+"/nowhere", "", nil),
+	}
+	produce["resume whose `Last-Event-ID` names no event of the session"] = func() *http.Response {
+		r := newRaw(t, base+"/mcp", "2025-11-25")
+		r.initialize()
+		return ownRequest(t, "GET", base+"/mcp", "", map[string]string{"Mcp-Session-Id": r.session, "Mcp-Protocol-Version": "2025-11-25", "Last-Event-ID": "not-an-event"})
 	}
 	addRefusals(t, produce)
 	return produce
