@@ -52,8 +52,8 @@ func readNoReplica(t *testing.T, resp *http.Response) noReplicaAnswer {
 }
 
 // TestAllReplicasOut: with every replica down, new work of every kind (a
-// 2026-07-28 call, a new 2025-11-25 session, a 2024-11-05 stream, a
-// passthrough path) is answered 503 with Retry-After (the check interval,
+// 2026-07-28 call, a new 2025-11-25 session, a listen fanned out to every
+// replica, a 2024-11-05 stream, a passthrough path) is answered 503 with Retry-After (the check interval,
 // in whole seconds rounded up) and a JSON-RPC error, not 502.
 func TestAllReplicasOut(t *testing.T) {
 	specs := []upstream.Spec{{Name: "a", URL: refusedURL(t)}, {Name: "b", URL: refusedURL(t)}}
@@ -70,6 +70,9 @@ func TestAllReplicasOut(t *testing.T) {
 	initialize := func() *http.Response {
 		return newRaw(t, front.URL+"/mcp", "2025-11-25").post(context.Background(), 7, "initialize", map[string]any{
 			"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}, nil)
+	}
+	listen := func() *http.Response {
+		return newRaw(t, front.URL+"/mcp", "2026-07-28").post(context.Background(), 7, "subscriptions/listen", map[string]any{}, nil)
 	}
 	get := func(path string) func() *http.Response {
 		return func() *http.Response {
@@ -89,6 +92,7 @@ func TestAllReplicasOut(t *testing.T) {
 	}{
 		{"2026-07-28 call", call, "7"},
 		{"2025-11-25 initialize", initialize, "7"},
+		{"2026-07-28 subscriptions/listen (every replica)", listen, "7"},
 		{"2024-11-05 stream", get("/sse"), "null"},
 		{"passthrough", get("/files/x"), "null"},
 	} {
