@@ -131,31 +131,7 @@ func TestReadyzWithEveryReplicaDead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts serve")
 	}
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held []net.Conn
-	var heldMu sync.Mutex
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			heldMu.Lock()
-			held = append(held, c)
-			heldMu.Unlock()
-		}
-	}()
-	defer func() {
-		silent.Close()
-		heldMu.Lock()
-		defer heldMu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	}()
+	silent := silentListener(t)
 	addr := testproc.FreeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "mcpfleet.yaml")
 	os.WriteFile(cfg, fmt.Appendf(nil, "listen: %s\nsecret_file: %s\nhealth_check: {interval: 600ms, timeout: 400ms}\nupstreams: [{name: refused, url: 'http://%s/mcp'}, {name: silent, url: 'http://%s/mcp'}]\n",
@@ -198,4 +174,36 @@ func TestReadyzWithEveryReplicaDead(t *testing.T) {
 	if !seen[`{"status":"not ready","reason":"no replica can take new work"}`] {
 		t.Errorf("/readyz never said not ready; answers: %v", seen)
 	}
+}
+
+// silentListener accepts connections and never answers on them, until the
+// test ends.
+func silentListener(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards held
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return ln
 }

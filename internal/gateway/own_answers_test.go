@@ -130,23 +130,6 @@ func checkOwnAnswer(t *testing.T, row ownAnswer, resp *http.Response) {
 // gateway in front of real replicas (or dead ones).
 func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 	live := startFleet(t, 1, &Options{MaxBodyBytes: 1 << 10})
-	dead := startGatewayOn(t, []upstream.Spec{{Name: "a", URL: refusedURL(t)}, {Name: "b", URL: refusedURL(t)}}, &Options{HealthCheckInterval: 1500 * time.Millisecond}, io.Discard)
-	checkOnce(t, dead)
-	unchecked := startGatewayOn(t, []upstream.Spec{{Name: "a", URL: refusedURL(t)}}, nil, io.Discard)
-	dropper := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.ReadAll(r.Body)
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			conn.Close()
-		}
-	}))
-	t.Cleanup(dropper.Close)
-	dropping := startGatewayOn(t, []upstream.Spec{{Name: "dropper", URL: dropper.URL + "/mcp"}}, nil, io.Discard)
-	fronts := map[*Gateway]string{}
-	for _, gw := range []*Gateway{dead, unchecked, dropping} {
-		f := newFront(gw)
-		t.Cleanup(f.Close)
-		fronts[gw] = f.URL
-	}
 	base := live.front.URL
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
 	modern := map[string]string{"Mcp-Protocol-Version": "2025-11-25"}
@@ -157,9 +140,6 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 		return func() *http.Response {
 			return newRaw(t, url, "2026-07-28").post(context.Background(), 1, method, map[string]any{"name": "whoami", "arguments": map[string]any{}}, hdr)
 		}
-	}
-	mutate := func() *http.Response {
-		return newRaw(t, fronts[dropping]+"/mcp", "2026-07-28").post(context.Background(), 1, "tools/call", map[string]any{"name": "mutate", "arguments": map[string]any{"key": "k"}}, nil)
 	}
 	produce := map[string]func() *http.Response{
 		"request target with a dot-segment, an encoded slash or a backslash":                                     func() *http.Response { return rawTarget(t, base, "/a/../mcp") },
@@ -177,9 +157,6 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 		"session ID unknown, ended, tampered with, another caller's or too old; its replica gone, quarantined, unreachable or draining": do("POST", base+"/mcp", call, map[string]string{"Mcp-Session-Id": "not-a-sealed-id", "Mcp-Protocol-Version": "2025-11-25"}),
 		"2024-11-05 message without `sessionId`, or with other query parameters":                                                        do("POST", base+"/messages?x=1", call, nil),
 		"2024-11-05 message for an endpoint that does not open, or whose replica is gone":                                               do("POST", base+"/messages?sessionId=not-sealed", call, nil),
-		"no replica can take new work (every one down, draining, held or quarantined), and the one tried anyway did not take it":        stateless(fronts[dead]+"/mcp", "tools/call", nil),
-		"replicas that could take new work, but none could be reached":                                                                  stateless(fronts[unchecked]+"/mcp", "tools/call", nil),
-		"the replica failed after the request was delivered (not retried)":                                                              mutate,
 		"OAuth discovery document asked with a method other than GET or HEAD":                                                           do("POST", base+"/.well-known/oauth-protected-resource", "", nil),
 		"a path that is neither the MCP endpoint, a 2024-11-05 path nor a passthrough path":                                             do("GET", base+"/nowhere", "", nil),
 	}
@@ -188,8 +165,35 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 		r.initialize()
 		return ownRequest(t, "GET", base+"/mcp", "", map[string]string{"Mcp-Session-Id": r.session, "Mcp-Protocol-Version": "2025-11-25", "Last-Event-ID": "not-an-event"})
 	}
+	addFailures(t, produce)
 	addRefusals(t, produce)
 	return produce
+}
+
+// addFailures adds the conditions of replicas that do not take a request,
+// each with a gateway of its own.
+func addFailures(t *testing.T, produce map[string]func() *http.Response) {
+	dead := startGatewayOn(t, []upstream.Spec{{Name: "a", URL: refusedURL(t)}, {Name: "b", URL: refusedURL(t)}}, &Options{HealthCheckInterval: 1500 * time.Millisecond}, io.Discard)
+	checkOnce(t, dead)
+	unchecked := startGatewayOn(t, []upstream.Spec{{Name: "a", URL: refusedURL(t)}}, nil, io.Discard)
+	dropper := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(dropper.Close)
+	dropping := startGatewayOn(t, []upstream.Spec{{Name: "dropper", URL: dropper.URL + "/mcp"}}, nil, io.Discard)
+	call := func(gw *Gateway, tool string) func() *http.Response {
+		f := newFront(gw)
+		t.Cleanup(f.Close)
+		return func() *http.Response {
+			return newRaw(t, f.URL+"/mcp", "2026-07-28").post(context.Background(), 1, "tools/call", map[string]any{"name": tool, "arguments": map[string]any{"key": "k"}}, nil)
+		}
+	}
+	produce["no replica can take new work (every one down, draining, held or quarantined), and the one tried anyway did not take it"] = call(dead, "whoami")
+	produce["replicas that could take new work, but none could be reached"] = call(unchecked, "whoami")
+	produce["the replica failed after the request was delivered (not retried)"] = call(dropping, "mutate")
 }
 
 // addRefusals adds the conditions of limits, capacity and the memory
