@@ -102,6 +102,8 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		WriteTimeout:         time.Duration(c.WriteTimeout),
 		Retries:              retries,
 		DialTimeout:          time.Duration(c.DialTimeout),
+		HealthCheckInterval:  time.Duration(c.HealthCheck.Interval),
+		HealthCheckTimeout:   time.Duration(c.HealthCheck.Timeout),
 		AllowAnyHost:         c.AllowAnyHost,
 		AllowedHosts:         c.AllowedHosts,
 		AllowedOrigins:       c.AllowedOrigins,

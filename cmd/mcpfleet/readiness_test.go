@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -119,4 +121,89 @@ func whoamiRequest(u string) *http.Request {
 		req.Header.Set(k, v)
 	}
 	return req
+}
+
+// TestReadyzWithEveryReplicaDead runs serve in front of two dead replicas,
+// one that refuses connections and one that accepts them and never
+// answers: from the first answer /readyz is 503, starting while the first
+// checks are out, then not ready, and never 200.
+func TestReadyzWithEveryReplicaDead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts serve")
+	}
+	silent := silentListener(t)
+	addr := testproc.FreeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "mcpfleet.yaml")
+	os.WriteFile(cfg, fmt.Appendf(nil, "listen: %s\nsecret_file: %s\nhealth_check: {interval: 600ms, timeout: 400ms}\nupstreams: [{name: refused, url: 'http://%s/mcp'}, {name: silent, url: 'http://%s/mcp'}]\n",
+		addr, writeSecret(t), testproc.FreeAddr(t), silent.Addr()), 0o600)
+	ctx, stop := context.WithCancel(context.Background())
+	var errb lockedBuffer
+	served := make(chan int)
+	go func() { served <- run(ctx, []string{"serve", "--config", cfg}, &lockedBuffer{}, &errb) }()
+	defer func() {
+		stop()
+		if code := <-served; code != 0 {
+			t.Errorf("serve exit %d: %s", code, errb.String())
+		}
+	}()
+	client := &http.Client{Timeout: 2 * time.Second}
+	seen := map[string]bool{}
+	start := time.Now()
+	for time.Since(start) < 2500*time.Millisecond {
+		resp, err := client.Get("http://" + addr + "/readyz")
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" && len(seen) == 0 {
+			time.Sleep(2 * time.Millisecond) // not listening yet
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body := strings.TrimSpace(string(b))
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("/readyz = %d %s at %v with every replica dead", resp.StatusCode, body, time.Since(start))
+		}
+		if len(seen) == 0 && body != `{"status":"starting"}` {
+			t.Errorf("the first /readyz answer is %s, want starting", body)
+		}
+		seen[body] = true
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !seen[`{"status":"not ready","reason":"no replica can take new work"}`] {
+		t.Errorf("/readyz never said not ready; answers: %v", seen)
+	}
+}
+
+// silentListener accepts connections and never answers on them, until the
+// test ends.
+func silentListener(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards held
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return ln
 }

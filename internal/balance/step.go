@@ -63,6 +63,18 @@ func Exhausted(retries int) Verdict {
 	return FailUnreachable
 }
 
+// NoneEligible is the verdict for new work that found no eligible replica
+// when it began (every one down, draining, held or quarantined) and was
+// sent to one anyway, as a last resort: unless that reached a replica and
+// then failed (FailAfterDelivery stays), nothing could take the request,
+// which is FailNoReplica (503, come back later), not an unreachable replica.
+func NoneEligible(v Verdict) Verdict {
+	if v == FailUnreachable {
+		return FailNoReplica
+	}
+	return v
+}
+
 // PinnedVerdict is the answer to a request pinned to one replica, by its
 // session or by the task it names, after the attempt there failed; it is
 // never moved on. A delivered request is never resent (502). A task's

@@ -76,3 +76,19 @@ func TestVerdictString(t *testing.T) {
 		t.Errorf("Verdict(99).String() = %q", got)
 	}
 }
+
+// TestNoneEligible: new work sent to a replica as a last resort, every one
+// being out, is "no replica" unless it reached one and then failed.
+func TestNoneEligible(t *testing.T) {
+	for in, want := range map[Verdict]Verdict{
+		FailUnreachable:   FailNoReplica,
+		FailNoReplica:     FailNoReplica,
+		FailAfterDelivery: FailAfterDelivery,
+		MoveOn:            MoveOn,
+		SessionLost:       SessionLost,
+	} {
+		if got := NoneEligible(in); got != want {
+			t.Errorf("NoneEligible(%v) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 )
@@ -14,7 +16,6 @@ var (
 	errBodyRead        = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeParseError, Message: "reading request body failed"}
 	errParse           = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeParseError, Message: "parse error"}
 	errInvalidRequest  = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "invalid request"}
-	errNoReplica       = &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: "no replica available"}
 	errUnreachable     = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "no replica could be reached"}
 	errAfterDelivery   = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "replica failed after the request was delivered; not retried"}
 	errHost            = &mcpmsg.Error{Status: http.StatusForbidden, Code: mcpmsg.CodeInvalidRequest, Message: "host not allowed (DNS rebinding protection)"}
@@ -22,6 +23,20 @@ var (
 	errMethod          = &mcpmsg.Error{Status: http.StatusMethodNotAllowed, Code: mcpmsg.CodeInvalidRequest, Message: "method not allowed"}
 	errSessionRepeated = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "more than one Mcp-Session-Id header"}
 )
+
+// noReplicaError answers a request that no replica can take (every one
+// down, draining, held or quarantined): 503, and come back after one round
+// of health checks (interval; at least a second), when one may be up again.
+func noReplicaError(interval time.Duration) *mcpmsg.Error {
+	retry := max(interval.Truncate(time.Second), time.Second)
+	if retry < interval {
+		retry += time.Second // whole seconds, rounded up
+	}
+	ms := strconv.FormatInt(retry.Milliseconds(), 10)
+	return &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError,
+		Message: "no replica can take new work; retry after " + ms + " ms",
+		Data:    []byte(`{"retryAfterMs":` + ms + `}`), RetryAfter: retry}
+}
 
 func headerMismatch(msg string) *mcpmsg.Error {
 	return &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeHeaderMismatch, Message: msg}
@@ -35,6 +50,9 @@ func writeError(w http.ResponseWriter, e *mcpmsg.Error, id []byte) {
 	h.Set("Cache-Control", "no-store")
 	if e.Status == http.StatusMethodNotAllowed && h.Get("Allow") == "" {
 		h.Set("Allow", "GET, POST, DELETE")
+	}
+	if e.RetryAfter > 0 {
+		setRetryAfter(w, max(e.RetryAfter, time.Second))
 	}
 	w.WriteHeader(e.Status)
 	w.Write(e.AppendResponse(make([]byte, 0, 128), id))

@@ -103,7 +103,11 @@ func (g *Gateway) serveFanout(w http.ResponseWriter, r *http.Request, q *request
 		}
 	}
 	if m.live == 0 {
-		if fallback.resp == nil {
+		switch {
+		case pending == 0 && fallback.resp == nil:
+			rec.reject(w, g.noReplica, q.id()) // no replica was eligible
+			return
+		case fallback.resp == nil:
 			rec.reject(w, errUnreachable, q.id())
 			return
 		}

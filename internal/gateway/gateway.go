@@ -43,6 +43,8 @@ type Gateway struct {
 	seq         atomic.Uint64 // round-robin counter
 	draining    atomic.Bool   // /readyz answers 503 once set
 	stores      *storeCheck   // what /readyz asks of the stores
+	warm        *warmup       // /readyz's wait for the first round of checks
+	noReplica   *mcpmsg.Error // the answer when no replica can take new work
 	cap         *capacity     // max_inflight; nil when no replica has one
 	tw          *toolWatch    // every replica's tools; nil when off
 	mem         *memoryBudget // nil without Options.MemoryLimit
@@ -109,8 +111,11 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 	base, cancel := context.WithCancel(context.Background())
 	ending, endStreams := context.WithCancel(base)
 	standalone, endStandalone := context.WithCancel(ending)
+	now := time.Now()
 	g := &Gateway{
-		started:       time.Now(),
+		started:       now,
+		warm:          newWarmup(now, &o),
+		noReplica:     noReplicaError(o.HealthCheckInterval),
 		ending:        ending,
 		endStreams:    endStreams,
 		standalone:    standalone,

@@ -162,6 +162,15 @@ type Options struct {
 	// path-suffixed forms), which always do, GET and HEAD. A path ending in
 	// "/" covers everything under it.
 	PassthroughPaths []string
+	// HealthCheckInterval and HealthCheckTimeout are those of the fleet's
+	// active checks (upstream.Checker), which the caller runs; a zero
+	// interval means none run. With checks, /readyz answers 503
+	// {"status":"starting"} until every replica has had its first check,
+	// for at most the interval plus the timeout (0 means 1 s) from New;
+	// and a request that no replica can take is told to come back after
+	// the interval (Retry-After, at least 1 s).
+	HealthCheckInterval time.Duration
+	HealthCheckTimeout  time.Duration
 	// StoreCheck, when not nil, says whether the stores the gateway needs
 	// answer (a ping); while it fails /readyz answers 503. It is asked at
 	// most once a second, with a 500 ms deadline.

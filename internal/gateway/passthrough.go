@@ -69,10 +69,11 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, readO
 	snap := g.fleet.Snapshot()
 	in := balance.Input{Seq: g.seq.Add(1) - 1, Rnd: g.random()}
 	var tried []int
+	allOut := !anyEligible(snap)
 	for retries := 0; ; retries++ {
 		idx := g.pick(snap, nil, balance.Input{Seq: in.Seq + uint64(retries), Rnd: in.Rnd}, tried)
 		if idx < 0 {
-			rec.reject(w, verdictError(balance.Exhausted(retries)), nil)
+			rec.reject(w, g.newWorkError(balance.Exhausted(retries), allOut), nil)
 			return
 		}
 		rep := snap.At(idx)
@@ -91,7 +92,7 @@ func (g *Gateway) servePassthrough(w http.ResponseWriter, r *http.Request, readO
 		safe := r.Method == http.MethodGet || r.Method == http.MethodHead
 		v := balance.Step(balance.Attempt{Outcome: outcome, Safe: safe, Retries: retries, MaxRetries: g.opts.Retries})
 		if v != balance.MoveOn {
-			rec.reject(w, verdictError(v), nil)
+			rec.reject(w, g.newWorkError(v, allOut), nil)
 			return
 		}
 		tried = append(tried, idx)

@@ -105,6 +105,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 	var tried []int
 	var in balance.Input
 	var ok func(int) bool // the replicas the call's tool allows
+	allOut := t.pinned == nil && !anyEligible(t.snap)
 	if t.pinned == nil {
 		in = g.pickInput(r, q, t.snap)
 		ok = g.toolFilter(q, t.snap, in)
@@ -125,7 +126,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 				return sent{err: perr, retry: retry}
 			}
 			if idx < 0 {
-				return sent{err: verdictError(balance.Exhausted(retries))}
+				return sent{err: g.newWorkError(balance.Exhausted(retries), allOut)}
 			}
 			rep = t.snap.At(idx)
 		} else if g.capped(r, q) {
@@ -157,7 +158,7 @@ func (g *Gateway) send(ctx context.Context, r *http.Request, q *request, t targe
 		}
 		a := balance.Attempt{Outcome: outcome, Safe: g.annotations.safeToRepeat(q), Retries: retries, MaxRetries: g.opts.Retries}
 		if v := balance.Step(a); v != balance.MoveOn {
-			return sent{err: verdictError(v)}
+			return sent{err: g.newWorkError(v, allOut)}
 		}
 		g.metrics.retries.WithLabelValues(outcomeName(outcome)).Inc()
 		if rec.span != nil {
@@ -269,16 +270,27 @@ func (g *Gateway) pinnedFailure(t target, outcome balance.Outcome) *mcpmsg.Error
 		}
 		g.metrics.sessionMisses.WithLabelValues(reason).Inc()
 	}
-	return verdictError(v)
+	return g.verdictError(v)
+}
+
+// newWorkError is the gateway's answer for a send-loop verdict of new work.
+// allOut says no replica was eligible when the loop began: pick then sent
+// the request to one anyway, and if that did not take it, nothing could
+// (503, come back later: balance.NoneEligible).
+func (g *Gateway) newWorkError(v balance.Verdict, allOut bool) *mcpmsg.Error {
+	if allOut {
+		v = balance.NoneEligible(v)
+	}
+	return g.verdictError(v)
 }
 
 // verdictError is the gateway's answer for a send-loop verdict.
-func verdictError(v balance.Verdict) *mcpmsg.Error {
+func (g *Gateway) verdictError(v balance.Verdict) *mcpmsg.Error {
 	switch v {
 	case balance.FailAfterDelivery:
 		return errAfterDelivery
 	case balance.FailNoReplica:
-		return errNoReplica
+		return g.noReplica
 	case balance.SessionLost:
 		return errSessionNotFound
 	}

@@ -3,6 +3,7 @@ package mcpmsg
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 )
 
 // JSON-RPC error codes the gateway answers with.
@@ -30,6 +31,10 @@ type Error struct {
 	Message string
 	// Data, if not nil, is the error's data member, raw JSON.
 	Data []byte
+	// RetryAfter, when not 0, is when the client may try again: the
+	// answer carries it as Retry-After, in whole seconds rounded up (RFC
+	// 9110, section 10.2.3), at least 1.
+	RetryAfter time.Duration
 }
 
 // Error returns the message, so an *Error can travel as an error.

@@ -190,10 +190,22 @@ func (c *Checker) checkOne(ctx context.Context, r *Replica) {
 	if ctx.Err() != nil || c.fleet.Snapshot().Lookup(r.name) != r {
 		return
 	}
+	// Until a replica has passed a check, one check decides its state:
+	// the first that fails takes it down at once (HAProxy's default
+	// init-state "up"), the first that passes brings it up (Envoy's
+	// startup rule), so a fleet dead at start is seen dead after one
+	// round, not fall rounds. Its state is set before its check is
+	// recorded: /readyz waits for every replica's first check and must
+	// then read the state that check gave.
+	if r.proven.Load() {
+		r.observe(res, reason, c.policy)
+	} else {
+		r.observeWith(res, reason, c.policy, 1, 1)
+		r.proven.Store(res == ResultOK)
+	}
 	check := Check{At: time.Now(), Result: res, Reason: reason}
 	r.stats.lastCheck.Store(&check)
 	r.stats.checks.add(check)
-	r.observe(res, reason, c.policy)
 }
 
 // probe sends one check: 200 is ok, 503 with a JSON "status":"draining" is

@@ -44,6 +44,9 @@ type Replica struct {
 	// noHealthPath is set once the replica answered its health path 404:
 	// it has none, and checks go by connection instead.
 	noHealthPath atomic.Bool
+	// proven is set once an active check of the replica passed; until
+	// then one check decides its state (checkOne).
+	proven atomic.Bool
 
 	mu sync.Mutex // guards status and orders OnChange calls
 	// status is the replica's state and current streak.

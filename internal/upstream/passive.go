@@ -75,10 +75,16 @@ func (r *Replica) report(res Result, reason string) {
 // OnChange. Both happen under mu, so one replica's notifications arrive in
 // the order of its transitions.
 func (r *Replica) observe(res Result, reason string, p *policy) {
+	r.observeWith(res, reason, p, p.fall, p.rise)
+}
+
+// observeWith is observe with fall and rise of its own (a replica's first
+// checks, checkOne).
+func (r *Replica) observeWith(res Result, reason string, p *policy, fall, rise int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	from := r.status.State
-	r.status = health.Next(r.status, res, p.fall, p.rise)
+	r.status = health.Next(r.status, res, fall, rise)
 	to := r.status.State
 	r.state.Store(int32(to))
 	r.suspect.Store(to == StateUp && r.status.Failures > 0)
