@@ -74,13 +74,25 @@ func (g *Gateway) serveSSEMessage(w http.ResponseWriter, r *http.Request, q *req
 	// client that leaves cuts nothing but a wait, which a replica that never
 	// answers a lost session (the TypeScript everything server) would make
 	// endless.
+	// The message's calls wait on the session's stream from now: its
+	// answers may come there before the replica's 202 comes here.
+	ids := g.followSSECalls(rep, q)
 	res := g.send(r.Context(), r, q, target{pinned: rep}, rec)
+	if res.err == errAfterDelivery {
+		g.dropSSECalls(rep, q, ids)
+		g.lostBeforeAnswer(w, nil, q, rec)
+		return
+	}
 	if res.err != nil {
+		g.dropSSECalls(rep, q, ids)
 		rec.reject(w, res.err, q.id())
 		return
 	}
 	resp := res.resp
 	defer rep.Release()
+	if resp.StatusCode >= 300 {
+		g.dropSSECalls(rep, q, ids) // refused: their answers come here, or never
+	}
 	if resp.StatusCode == http.StatusNotFound {
 		resp.Body.Close()
 		g.metrics.sessionMisses.WithLabelValues("ended").Inc()
