@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,17 +19,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// startKillable runs "mcpfleet args..." in a process group of its own and
-// returns the group's ID, for a test to kill it; the group is killed and
-// reaped at the end of the test whatever happened.
-func startKillable(t *testing.T, args ...string) (pgid int) {
+// startGroup runs bin with args, and env added to the test's, in a
+// process group of its own, and returns the started command, whose PID
+// is the group's ID; the group is killed and reaped at the end of the
+// test whatever happened.
+func startGroup(t *testing.T, env []string, bin string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if testing.Verbose() {
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.Stderr = os.Stderr
 	}
+	return cmd
+}
+
+// runGroup starts a command of startGroup.
+func runGroup(t *testing.T, cmd *exec.Cmd) (pgid int) {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +45,13 @@ func startKillable(t *testing.T, args ...string) (pgid int) {
 		_ = cmd.Wait()
 	})
 	return cmd.Process.Pid
+}
+
+// startKillable runs "mcpfleet args..." in a process group of its own
+// (startGroup) and returns the group's ID, for the test to kill it.
+func startKillable(t *testing.T, args ...string) (pgid int) {
+	t.Helper()
+	return runGroup(t, startGroup(t, []string{"MCPFLEET_RUN_MAIN=1"}, os.Args[0], args...))
 }
 
 // TestReplicaKilledMidCall is the Done-when of a replica lost mid-call with
@@ -122,4 +139,105 @@ func checkReplicaLost(t *testing.T, err error, replica string) {
 		data.Reason != "replica_lost" || data.Replica != replica || !data.MayHaveRun {
 		t.Errorf("error %d %q data %s, want -32603 replica_lost of %s, may_have_run true", rpc.Code, rpc.Message, rpc.Data, replica)
 	}
+}
+
+// TestReplicaKilledMidCallTypeScript is TestReplicaKilledMidCall with the
+// official TypeScript SDK's client (testdata/lost-client.mjs), in the two
+// transports it speaks: Streamable HTTP at 2025-11-25 in front of a
+// testserver, and the 2024-11-05 HTTP+SSE transport in front of the
+// TypeScript everything server in SSE mode. The client gets the JSON-RPC
+// error within a second of the kill, not at its 60 s request timeout.
+func TestReplicaKilledMidCallTypeScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	node, modules := nodeTools(t)
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join("testdata", "lost-client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// ESM imports resolve from the script's own directory.
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, mode, tool, args string
+		replica                func(t *testing.T) (addr string, pgid int)
+	}{
+		{"2025-11-25", "streamable", "sleep", `{"seconds":8,"progress_every":0.2}`, func(t *testing.T) (string, int) {
+			addr := testproc.FreeAddr(t)
+			pgid := startKillable(t, "testserver", "--listen", addr)
+			testproc.WaitReady(t, "http://"+addr+"/health")
+			return addr, pgid
+		}},
+		{"2024-11-05", "sse", "trigger-long-running-operation", `{"duration":8,"steps":40}`, func(t *testing.T) (string, int) {
+			addr := testproc.FreeAddr(t)
+			_, port, _ := net.SplitHostPort(addr)
+			pgid := runGroup(t, startGroup(t, []string{"PORT=" + port}, node, filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js"), "sse"))
+			waitListening(t, addr)
+			return addr, pgid
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr, replica := tt.replica(t)
+			gw, admin := testproc.FreeAddr(t), testproc.FreeAddr(t)
+			startProcess(t, "serve", "--listen", gw, "--admin", admin, "--upstream", "http://"+addr+"/mcp")
+			testproc.WaitReady(t, "http://"+gw+"/readyz")
+			client := startGroup(t, nil, node, filepath.Join(dir, "client.mjs"), tt.mode, "http://"+gw, tt.tool, tt.args)
+			stdout, err := client.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			runGroup(t, client)
+			lines := make(chan string, 2)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(stdout)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			if l := nextLine(t, lines, 20*time.Second); l != "progress" {
+				t.Fatalf("the client said %q before any progress", l)
+			}
+			if err := syscall.Kill(-replica, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			out := nextLine(t, lines, 5*time.Second)
+			if waited := time.Since(killed); waited > time.Second {
+				t.Errorf("the client's answer came %v after the kill, want under 1 s", waited)
+			}
+			var res struct {
+				Error *jsonrpc.Error `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil || res.Error == nil {
+				t.Fatalf("the call ended with %s, want a JSON-RPC error", out)
+			}
+			checkReplicaLost(t, res.Error, addr)
+			if n := metricWith(t, admin, "mcpfleet_replica_lost_calls_total", `replica="`+addr+`"`); n != 1 {
+				t.Errorf("mcpfleet_replica_lost_calls_total{replica=%q} = %v, want 1", addr, n)
+			}
+		})
+	}
+}
+
+// nextLine waits up to d for the client's next line of output.
+func nextLine(t *testing.T, lines <-chan string, d time.Duration) string {
+	t.Helper()
+	select {
+	case l, ok := <-lines:
+		if !ok {
+			t.Fatal("the client exited without a word")
+		}
+		return l
+	case <-time.After(d):
+		t.Fatalf("the client said nothing for %v", d)
+	}
+	return ""
 }
