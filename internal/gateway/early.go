@@ -115,7 +115,7 @@ func (g *Gateway) relayLate(sw *sse.Writer, r *http.Request, q *request, resp *h
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(g.opts.MaxEventBytes)))
-	if err != nil && rec.upstream.Err() == nil {
+	if err != nil && rec.replicaEnded() {
 		// The replica went away in the middle of its JSON answer.
 		rec.upstreamCut = true
 		rec.calls = callsOf(q)

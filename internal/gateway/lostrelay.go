@@ -30,7 +30,7 @@ func newLostMetric(reg prometheus.Registerer) *prometheus.CounterVec {
 // lostAt reports whether a relayed stream that ended with err leaves calls
 // to answer as lost: calls still wait, and the replica ended the stream,
 // not the gateway (a 2026-07-28 client that went, a standalone stream's
-// client, shutdown: each ends the upstream context). A 2025-11-25 stream
+// client, shutdown: each ends the upstream context; replicaEnded). A 2025-11-25 stream
 // that a replica with its own event IDs ended in good order is not lost:
 // that is SEP-1699's server-side disconnect, and the replica serves the
 // resume itself.
@@ -39,7 +39,7 @@ func (p *pumping) lostAt(err error) bool {
 	switch {
 	case !rec.calls.waiting():
 		return false
-	case rec.upstream != nil && rec.upstream.Err() != nil:
+	case !rec.replicaEnded():
 		return false
 	case rec.clientGone && rec.tap == nil:
 		return false // nobody to tell, nothing kept
@@ -47,6 +47,13 @@ func (p *pumping) lostAt(err error) bool {
 		return false
 	}
 	return true
+}
+
+// replicaEnded reports whether an answer that ended was ended by its
+// replica: the upstream context is still live. Without one (the legs of
+// a fan-out) the gateway cannot tell, and answers nothing.
+func (rec *record) replicaEnded() bool {
+	return rec.upstream != nil && rec.upstream.Err() == nil
 }
 
 // answerLost answers every call that still waits on a relayed stream as

@@ -31,7 +31,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 		bp = copyBufs.Get().(*[]byte)
 		defer copyBufs.Put(bp)
 		first, ferr = readFirst(resp.Body, *bp)
-		if len(first) == 0 && ferr != nil && !errors.Is(ferr, io.EOF) && q.msg.Kind == mcpmsg.KindRequest {
+		if len(first) == 0 && ferr != nil && !errors.Is(ferr, io.EOF) && q.msg.Kind == mcpmsg.KindRequest && rec.replicaEnded() {
 			rec.upstreamStatus, rec.upstreamCut = resp.StatusCode, true
 			g.lostBeforeAnswer(w, nil, q, rec)
 			return
