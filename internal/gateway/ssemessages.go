@@ -69,14 +69,14 @@ func (g *Gateway) serveSSEMessage(w http.ResponseWriter, r *http.Request, q *req
 		return
 	}
 	defer adm.Done()
+	// The message's calls wait on the session's stream from now: their
+	// answers may come there before the replica's 202 comes here.
+	ids := g.followSSECalls(rep, q)
 	// The client's own context: the message's call runs in the replica
 	// apart from its POST (the replica answers 202 and goes on), so a
 	// client that leaves cuts nothing but a wait, which a replica that never
 	// answers a lost session (the TypeScript everything server) would make
 	// endless.
-	// The message's calls wait on the session's stream from now: its
-	// answers may come there before the replica's 202 comes here.
-	ids := g.followSSECalls(rep, q)
 	res := g.send(r.Context(), r, q, target{pinned: rep}, rec)
 	if res.err == errAfterDelivery {
 		g.dropSSECalls(rep, q, ids)
