@@ -72,6 +72,13 @@ func (d *dyingReplica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "batch_cut":
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+	case "own_ids_end":
+		// SEP-1699: a replica with an event store of its own ends the
+		// stream in good order, to be polled; it is not lost.
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "id: own-1\nretry: 100\ndata: \n\n")
+		d.cut <- time.Now()
+		return
 	case "json_cut":
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", "400")
@@ -382,5 +389,30 @@ func TestReplicaLostSSETransport(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(gws[0].metrics.replicaLost.WithLabelValues("sse-dying")); n != 1 {
 		t.Errorf("counted %v lost calls, want 1", n)
+	}
+}
+
+// TestReplicaEndingItsStreamIsNotLost: a 2025-11-25 replica that keeps its
+// own event IDs and ends a stream in good order before the final response
+// (SEP-1699's server-side disconnect) is not lost: its client resumes at
+// the replica, and the gateway answers nothing in its place.
+func TestReplicaEndingItsStreamIsNotLost(t *testing.T) {
+	d, u := startDying(t, "own_ids_end", 0)
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "polled", URL: u}}, &Options{KeepAlive: -1}, io.Discard)
+	front := newFront(gw)
+	t.Cleanup(front.Close)
+	r := newRaw(t, front.URL+"/mcp", "2025-11-25")
+	r.initialize()
+	resp := r.post(context.Background(), 3, "tools/call", sleepCall, nil)
+	defer resp.Body.Close()
+	evs, _ := readEvents(t, resp.Body)
+	<-d.cut
+	for _, ev := range evs {
+		if strings.Contains(ev.text, "replica_lost") {
+			t.Errorf("the gateway answered a polled stream as lost: %+v", evs)
+		}
+	}
+	if n := testutil.ToFloat64(gw.metrics.replicaLost.WithLabelValues("polled")); n != 0 {
+		t.Errorf("counted %v lost calls, want 0", n)
 	}
 }
