@@ -29,8 +29,9 @@ const lostBound = time.Second
 // connection with no end to the answer (as a killed process's kernel
 // does), and sends the time of the cut on cut.
 type dyingReplica struct {
-	fault string // sse_cut, drop, json_cut, batch_cut
-	hold  time.Duration
+	fault string        // sse_cut, drop, json_cut, batch_cut, own_ids_end
+	hold  time.Duration // before the answer
+	after time.Duration // between what it sent and the cut; 50 ms when 0
 	cut   chan time.Time
 }
 
@@ -91,7 +92,11 @@ func (d *dyingReplica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (d *dyingReplica) die(w http.ResponseWriter) {
 	rc := http.NewResponseController(w)
 	rc.Flush()
-	time.Sleep(50 * time.Millisecond) // the gateway relays what came first
+	after := d.after
+	if after == 0 {
+		after = 50 * time.Millisecond // the gateway relays what came first
+	}
+	time.Sleep(after)
 	conn, _, err := rc.Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler)
@@ -414,5 +419,37 @@ func TestReplicaEndingItsStreamIsNotLost(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(gw.metrics.replicaLost.WithLabelValues("polled")); n != 0 {
 		t.Errorf("counted %v lost calls, want 0", n)
+	}
+}
+
+// TestReplicaLostAfterItsClientLeft: a 2025-11-25 client that left its
+// stream and resumes it after its replica went finds the error there.
+func TestReplicaLostAfterItsClientLeft(t *testing.T) {
+	d, u := startDying(t, "sse_cut", 0)
+	d.after = 500 * time.Millisecond
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "dying", URL: u}}, &Options{KeepAlive: -1}, io.Discard)
+	front := newFront(gw)
+	t.Cleanup(front.Close)
+	r := newRaw(t, front.URL+"/mcp", "2025-11-25")
+	r.initialize()
+	resp := r.post(context.Background(), 6, "tools/call", sleepCall, nil)
+	ch := lines(resp.Body)
+	var progress sseEvent
+	for !strings.Contains(progress.text, "notifications/progress") {
+		ev, ok := nextEvent(t, ch)
+		if !ok {
+			t.Fatal("the stream ended before the progress")
+		}
+		progress = ev
+	}
+	resp.Body.Close() // the client leaves; the call goes on into the buffer
+	<-d.cut
+	evs := resumeFrom(t, r, progress.id)
+	if len(evs) != 1 {
+		t.Fatalf("the resume replayed %+v, want the error alone", evs)
+	}
+	checkLost(t, evs[0].text, "6", "dying")
+	if n := testutil.ToFloat64(gw.metrics.replicaLost.WithLabelValues("dying")); n != 1 {
+		t.Errorf("counted %v lost calls, want 1", n)
 	}
 }
