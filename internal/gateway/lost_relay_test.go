@@ -325,6 +325,12 @@ func dyingSSEReplica(t *testing.T) (url string, cut chan chan time.Time) {
 			}
 			b, _ := io.ReadAll(r.Body)
 			json.Unmarshal(b, &m)
+			if m.Method == "resources/read" { // the POST's connection drops
+				if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+					conn.Close()
+				}
+				return
+			}
 			w.WriteHeader(http.StatusAccepted)
 			if m.Method == "ping" {
 				msgs <- `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`
@@ -359,7 +365,8 @@ func dyingSSEReplica(t *testing.T) (url string, cut chan chan time.Time) {
 // TestReplicaLostSSETransport: when a 2024-11-05 session's replica goes,
 // the calls POSTed through this gateway and not answered yet get the
 // replica_lost error on the session's stream, at once; answered ones get
-// nothing more.
+// nothing more. A message whose POST the replica drops before answering
+// gets the error as the POST's answer, and not again on the stream.
 func TestReplicaLostSSETransport(t *testing.T) {
 	u, cut := dyingSSEReplica(t)
 	gws, fronts, _ := startGateways(t, 1, []upstream.Spec{{Name: "sse-dying", URL: u}}, sharedSecretOptions(t))
@@ -373,6 +380,11 @@ func TestReplicaLostSSETransport(t *testing.T) {
 			t.Fatalf("POST %s: %d %s", msg, status, body)
 		}
 	}
+	status, body := ssePost(t, base, endpoint, `{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":"x:y"}}`)
+	if status != http.StatusBadGateway {
+		t.Errorf("a dropped POST: %d, want 502", status)
+	}
+	checkLost(t, strings.TrimSpace(body), "9", "sse-dying")
 	for range 2 { // the ping's answer, the call's progress
 		if _, ok := nextEvent(t, ch); !ok {
 			t.Fatal("the stream ended early")
@@ -392,8 +404,8 @@ func TestReplicaLostSSETransport(t *testing.T) {
 	if ev, ok := nextEvent(t, ch); ok {
 		t.Errorf("after the answer the stream went on with %+v", ev)
 	}
-	if n := testutil.ToFloat64(gws[0].metrics.replicaLost.WithLabelValues("sse-dying")); n != 1 {
-		t.Errorf("counted %v lost calls, want 1", n)
+	if n := testutil.ToFloat64(gws[0].metrics.replicaLost.WithLabelValues("sse-dying")); n != 2 {
+		t.Errorf("counted %v lost calls, want 2", n)
 	}
 }
 
