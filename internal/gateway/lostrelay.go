@@ -30,10 +30,10 @@ func newLostMetric(reg prometheus.Registerer) *prometheus.CounterVec {
 // lostAt reports whether a relayed stream that ended with err leaves calls
 // to answer as lost: calls still wait, and the replica ended the stream,
 // not the gateway (a 2026-07-28 client that went, a standalone stream's
-// client, shutdown: each ends the upstream context; replicaEnded). A 2025-11-25 stream
-// that a replica with its own event IDs ended in good order is not lost:
-// that is SEP-1699's server-side disconnect, and the replica serves the
-// resume itself.
+// client, shutdown: each ends the upstream context; replicaEnded). A
+// 2025-11-25 stream that a replica with its own event IDs ended in good
+// order is not lost: that is SEP-1699's server-side disconnect, and the
+// replica serves the resume itself.
 func (p *pumping) lostAt(err error) bool {
 	rec := p.rec
 	switch {
