@@ -115,6 +115,14 @@ func (g *Gateway) relayLate(sw *sse.Writer, r *http.Request, q *request, resp *h
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(g.opts.MaxEventBytes)))
+	if err != nil && rec.replicaEnded() {
+		// The replica went away in the middle of its JSON answer.
+		rec.upstreamCut = true
+		rec.calls = callsOf(q)
+		g.answerLost(sw, rec)
+		rec.tap.done()
+		return
+	}
 	if err == nil && json.Valid(body) && len(bytes.TrimSpace(body)) > 0 {
 		// The replica's JSON answer (a result, or its own JSON-RPC error)
 		// becomes one event.

@@ -51,6 +51,7 @@ type Gateway struct {
 	tr          *tracing      // nil without Options.Tracer
 	ops         opCache       // the series of the MCP operation durations
 	started     time.Time     // for the fleet view's uptime
+	sseCalls    sseCalls      // the calls of the 2024-11-05 streams relayed here (lostrelay.go)
 
 	// recent keeps the events of the legacy POST streams being relayed,
 	// and of those whose client went away when Options.Streams is nil.
@@ -313,6 +314,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// 6. Forward, moving on only from replicas the request never reached.
 	ctx, release := g.upstreamContext(r, q)
+	rec.upstream = ctx
 	defer func() {
 		if !rec.parked {
 			release()
@@ -325,6 +327,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// request waiting past the keep-alive interval, open the SSE stream
 	// ourselves so keep-alives can flow before the replica says anything.
 	res, early := g.forwardAwait(ctx, w, r, q, route, rec)
+	if res.err == errAfterDelivery {
+		g.lostBeforeAnswer(w, early, q, rec)
+		return
+	}
 	if res.err != nil {
 		if early != nil {
 			g.endWithError(early, res.err, q, rec)

@@ -26,6 +26,7 @@ type Metrics struct {
 	keepAlives    prometheus.Counter
 	retries       *prometheus.CounterVec
 	sessionMisses *prometheus.CounterVec
+	replicaLost   *prometheus.CounterVec // mcpfleet_replica_lost_calls_total (lostrelay.go)
 	idempotency   *prometheus.CounterVec
 	healthChanges *prometheus.CounterVec
 	noneEligible  prometheus.Counter
@@ -188,6 +189,7 @@ func newMetrics(g *Gateway) *Metrics {
 	}, []string{"outcome"})
 	m.reg.MustRegister(m.auth)
 	m.bindingRefused = newBindingMetrics(m.reg)
+	m.replicaLost = newLostMetric(m.reg)
 	m.reg.MustRegister(m.cache, m.cacheErrors, m.cacheInvalidations,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_cache_bytes",

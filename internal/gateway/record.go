@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -29,11 +30,16 @@ type record struct {
 	capacity       string     // max_inflight: queued, full, queue_full, timeout, store, fail_open; "" when a place was free or none applied
 	cachePlan      *cachePlan // a missed lookup whose answer may be kept
 	tap            *stream    // a legacy stream's sealed IDs and buffer; nil for others
+	calls          *calls     // the calls waiting for their final response on the relayed answer; nil when none
 	clientGone     bool
 	upstreamCut    bool
 	events         int
 	keepAlives     int
 	bytes          int64
+
+	// upstream is the upstream request's context: once it has ended, the
+	// gateway ended the replica's answer, not the replica.
+	upstream context.Context
 
 	// A standalone stream that parks (pumping) ends after its handler
 	// returned: parked tells the handler's defers to leave their work to

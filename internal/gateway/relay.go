@@ -23,12 +23,25 @@ import (
 // event by event with each flushed at once and keep-alive comments in the
 // silences.
 func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp *http.Response, rec *record) {
+	stream := isEventStream(resp.Header.Get("Content-Type"))
+	var bp *[]byte
+	var first []byte
+	var ferr error
+	if !stream {
+		bp = copyBufs.Get().(*[]byte)
+		defer copyBufs.Put(bp)
+		first, ferr = readFirst(resp.Body, *bp)
+		if len(first) == 0 && ferr != nil && !errors.Is(ferr, io.EOF) && q.msg.Kind == mcpmsg.KindRequest && rec.replicaEnded() {
+			rec.upstreamStatus, rec.upstreamCut = resp.StatusCode, true
+			g.lostBeforeAnswer(w, nil, q, rec)
+			return
+		}
+	}
 	h := w.Header()
 	for k, vv := range resp.Header {
 		h[k] = vv
 	}
 	removeHop(h)
-	stream := isEventStream(resp.Header.Get("Content-Type"))
 	if stream {
 		h.Del("Content-Length")
 		// nginx and others buffer responses unless told not to.
@@ -41,28 +54,45 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 	w.WriteHeader(resp.StatusCode)
 	cw := newClientWriter(w, g.opts.WriteTimeout)
 	if !stream {
-		bp := copyBufs.Get().(*[]byte)
-		defer copyBufs.Put(bp)
-		var dst io.Writer = cw
-		var seen *capture
-		if g.watchesAnswer(q, rec) {
-			seen = captures.Get().(*capture)
-			seen.w, seen.b, seen.over = cw, seen.b[:0], false
-			defer seen.release()
-			dst = seen
-		}
-		n, err := io.CopyBuffer(dst, resp.Body, *bp)
-		if seen != nil && !seen.over {
-			g.noteAnswer(q, seen.b, rec)
-		}
-		rec.bytes = n
-		if err != nil {
-			rec.clientGone = rec.clientGone || cw.failed
-			rec.upstreamCut = !cw.failed
-		}
+		g.relayJSON(cw, q, resp, rec, first, ferr, *bp)
 		return
 	}
 	g.relayStream(cw, r, q, resp, rec)
+}
+
+// relayJSON copies a JSON answer whose first bytes (first, and the error
+// that came with them) relay has read, with buf for the rest.
+func (g *Gateway) relayJSON(cw *clientWriter, q *request, resp *http.Response, rec *record, first []byte, ferr error, buf []byte) {
+	var dst io.Writer = cw
+	var seen *capture
+	if g.watchesAnswer(q, rec) {
+		seen = captures.Get().(*capture)
+		seen.w, seen.b, seen.over = cw, seen.b[:0], false
+		defer seen.release()
+		dst = seen
+	}
+	// first is in buf: it is written before the copy reuses buf.
+	var n0 int
+	var err error
+	if len(first) > 0 {
+		n0, err = dst.Write(first)
+	}
+	var n int64
+	switch {
+	case err != nil:
+	case ferr == nil:
+		n, err = io.CopyBuffer(dst, resp.Body, buf)
+	case !errors.Is(ferr, io.EOF):
+		err = ferr
+	}
+	if seen != nil && !seen.over {
+		g.noteAnswer(q, seen.b, rec)
+	}
+	rec.bytes = int64(n0) + n
+	if err != nil {
+		rec.clientGone = rec.clientGone || cw.failed
+		rec.upstreamCut = !cw.failed
+	}
 }
 
 func (g *Gateway) relayStream(cw *clientWriter, r *http.Request, q *request, resp *http.Response, rec *record) {
@@ -127,6 +157,9 @@ type pumping struct {
 }
 
 func (p *pumping) begin() {
+	if p.rec.calls == nil && p.r.Method == http.MethodPost {
+		p.rec.calls = callsOf(p.q)
+	}
 	if tap := p.rec.tap; tap != nil {
 		tap.watch(p.r.Context())
 		p.stopEnd = p.g.endOnShutdown(p.sw, p.r, tap)
@@ -175,15 +208,25 @@ func (p *pumping) run() (parked bool) {
 		}
 		block, err := rd.Next()
 		if err != nil {
-			if rest := rd.Rest(); len(rest) > 0 && !rec.clientGone {
+			lost := p.lostAt(err)
+			// An unfinished event is no event (WHATWG HTML, "Event stream
+			// interpretation"); before the gateway's answers it would
+			// spoil the first of them.
+			if rest := rd.Rest(); len(rest) > 0 && !rec.clientGone && !lost {
 				_ = tap.writeTo(sw, rest, nil)
 			}
 			if !errors.Is(err, io.EOF) && !rec.clientGone && r.Context().Err() == nil {
 				rec.upstreamCut = true
 			}
+			if lost {
+				g.answerLost(sw, rec)
+			}
 			return false
 		}
 		rec.events++
+		if rec.calls != nil {
+			rec.calls.see(block)
+		}
 		if rec.span != nil && r.Method == http.MethodGet && rec.events <= maxSpanEvents {
 			rec.span.AddEvent("mcp.stream.event", trace.WithAttributes(attribute.Int("mcpfleet.stream.event", rec.events)))
 		}

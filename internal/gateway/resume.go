@@ -44,6 +44,10 @@ type stream struct {
 	primed bool
 	gone   bool // the client went away
 	shared bool // the events now go to g.opts.Streams
+	// toEnd keeps the events past the stream's end even when its client
+	// read them all: the gateway answered calls of a lost replica in it
+	// (keepToEnd).
+	toEnd bool
 	// cancelUpstream ends the upstream request; set once forwarded.
 	cancelUpstream func()
 	// unwatch stops watching the client's context (watch); nil until then.
@@ -225,6 +229,30 @@ func (rec *record) tapped(block []byte) []byte {
 	return rec.tap.event(block)
 }
 
+// keepToEnd keeps the stream's events until they expire, also when its
+// client reads them to the end: its last events answer calls whose replica
+// went away (answerLost), and a client that resumes finds them there,
+// rather than a stream nobody kept.
+func (s *stream) keepToEnd() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.toEnd = true
+}
+
+// replicaKeeps reports whether the replica keeps the stream's events
+// itself: it sent event IDs of its own, and a resume goes to it.
+func (s *stream) replicaKeeps() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id.Upstream != ""
+}
+
 // isGone reports whether the client went away.
 func (s *stream) isGone() bool {
 	s.mu.Lock()
@@ -305,7 +333,7 @@ func (s *stream) done() {
 	}
 	switch {
 	case !s.keep:
-	case !s.gone:
+	case !s.gone && !s.toEnd:
 		s.g.recent.Discard(s.key)
 		s.keep = false // a client going now has had every event
 	case s.shared:

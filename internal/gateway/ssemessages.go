@@ -69,18 +69,30 @@ func (g *Gateway) serveSSEMessage(w http.ResponseWriter, r *http.Request, q *req
 		return
 	}
 	defer adm.Done()
+	// The message's calls wait on the session's stream from now: their
+	// answers may come there before the replica's 202 comes here.
+	ids := g.followSSECalls(rep, q)
 	// The client's own context: the message's call runs in the replica
 	// apart from its POST (the replica answers 202 and goes on), so a
 	// client that leaves cuts nothing but a wait, which a replica that never
 	// answers a lost session (the TypeScript everything server) would make
 	// endless.
 	res := g.send(r.Context(), r, q, target{pinned: rep}, rec)
+	if res.err == errAfterDelivery {
+		g.dropSSECalls(rep, q, ids)
+		g.lostBeforeAnswer(w, nil, q, rec)
+		return
+	}
 	if res.err != nil {
+		g.dropSSECalls(rep, q, ids)
 		rec.reject(w, res.err, q.id())
 		return
 	}
 	resp := res.resp
 	defer rep.Release()
+	if resp.StatusCode >= 300 {
+		g.dropSSECalls(rep, q, ids) // refused: their answers come here, or never
+	}
 	if resp.StatusCode == http.StatusNotFound {
 		resp.Body.Close()
 		g.metrics.sessionMisses.WithLabelValues("ended").Inc()

@@ -81,6 +81,7 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) bool {
 func (g *Gateway) serveSSEStream(w http.ResponseWriter, r *http.Request, q *request, rec *record) {
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
+	rec.upstream = ctx
 	res := g.send(ctx, r, q, target{snap: g.fleet.Snapshot()}, rec)
 	if res.err != nil {
 		rec.reject(w, res.err, nil)
@@ -90,7 +91,10 @@ func (g *Gateway) serveSSEStream(w http.ResponseWriter, r *http.Request, q *requ
 	defer rep.Release()
 	resp.Header.Del(mcpmsg.HeaderSessionID) // no replica's own ID reaches the client
 	if isEventStream(resp.Header.Get("Content-Type")) {
-		resp.Body = &endpointRewriter{g: g, r: r, rep: rep, opener: q.caller, body: resp.Body, rd: sse.NewReader(resp.Body, g.opts.MaxEventBytes)}
+		// The session's calls, answered here if the replica goes
+		// (lostrelay.go).
+		rec.calls = &calls{}
+		resp.Body = &endpointRewriter{g: g, r: r, rep: rep, opener: q.caller, body: resp.Body, rd: sse.NewReader(resp.Body, g.opts.MaxEventBytes), calls: rec.calls}
 	}
 	defer resp.Body.Close()
 	g.relay(w, r, q, resp, rec)
@@ -112,6 +116,10 @@ type endpointRewriter struct {
 	rd     *sse.Reader
 	out    []byte // what is left of the current event
 	err    error  // the error that ended the stream, once it has ended
+	// calls are the session's, followed under each endpoint the stream
+	// named (keys) until it ends.
+	calls *calls
+	keys  []string
 }
 
 func (e *endpointRewriter) Read(p []byte) (int, error) {
@@ -125,12 +133,16 @@ func (e *endpointRewriter) Read(p []byte) (int, error) {
 			continue
 		}
 		if bytes.Contains(block, []byte("endpoint")) && sse.Parse(block).Type == "endpoint" {
-			if block, err = e.g.rewriteEndpoint(block, e.rep, e.r, e.opener); err != nil {
+			var target string
+			if block, target, err = e.g.rewriteEndpoint(block, e.rep, e.r, e.opener); err != nil {
 				// Not the endpoint: it holds the replica's session ID.
 				e.g.log.Warn("refusing a 2024-11-05 endpoint event", "replica", e.rep.Name(), "reason", err.Error())
 				e.err = err
 				continue
 			}
+			key := sseCallKey(e.rep.Name(), target)
+			e.g.sseCalls.follow(key, e.calls)
+			e.keys = append(e.keys, key)
 		}
 		e.out = block
 	}
@@ -148,18 +160,18 @@ var (
 
 // rewriteEndpoint turns a replica's endpoint event into the gateway's: the
 // data names the gateway's messages path, its sessionId the sealed replica
-// name and endpoint, bound to opener; every other line stays as the
-// replica wrote it.
-func (g *Gateway) rewriteEndpoint(block []byte, rep *upstream.Replica, r *http.Request, opener session.Opener) ([]byte, error) {
+// name and endpoint (target, returned too), bound to opener; every other
+// line stays as the replica wrote it.
+func (g *Gateway) rewriteEndpoint(block []byte, rep *upstream.Replica, r *http.Request, opener session.Opener) ([]byte, string, error) {
 	target, err := endpointTarget(string(sse.Parse(block).Data), rep.SSEURL(), r.Host)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	token, err := g.keys.SealEndpoint(session.Endpoint{Replica: rep.Name(), Target: target, Issued: time.Now(), Opener: opener}, rand.Reader)
 	if err != nil {
-		return nil, errEndpointSeal
+		return nil, "", errEndpointSeal
 	}
-	return replaceData(block, g.opts.SSEMessagesPath+"?sessionId="+token), nil
+	return replaceData(block, g.opts.SSEMessagesPath+"?sessionId="+token), target, nil
 }
 
 // endpointTarget resolves the URI of an endpoint event against the
@@ -225,7 +237,13 @@ func replaceData(block []byte, value string) []byte {
 	return out
 }
 
-// Close closes the replica's stream.
-func (e *endpointRewriter) Close() error { return e.body.Close() }
+// Close closes the replica's stream, and stops following its calls.
+func (e *endpointRewriter) Close() error {
+	for _, key := range e.keys {
+		e.g.sseCalls.forget(key, e.calls)
+	}
+	e.keys = nil
+	return e.body.Close()
+}
 
 var _ io.ReadCloser = (*endpointRewriter)(nil)
