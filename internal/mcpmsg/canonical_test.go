@@ -20,6 +20,7 @@ func TestCanonical(t *testing.T) {
 		{`"\ud83d\ude00"`, `"😀"`, nil},
 		{`{"\u00e9":1,"z":2}`, `{"z":2,"é":1}`, nil},
 		{`[]`, `[]`, nil},
+		{"\"a\u2028b\u2029c\\\"\"", `"a\u2028b\u2029c\""`, nil}, // U+2028, U+2029 escaped
 		{`"\ud83d"`, ``, ErrNoCanonical},
 		{`"\ude00x"`, ``, ErrNoCanonical},
 		{"\"\xff\"", ``, ErrNoCanonical},
@@ -69,7 +70,7 @@ func TestRequestDigest(t *testing.T) {
 // input, its own spelling, the same for the input re-indented, and where
 // encoding/json has one spelling (no repeated keys), that one.
 func FuzzCanonical(f *testing.F) {
-	for _, s := range []string{`{"b":[1,{"y":"\u00e9","x":-0.5e1}],"a":null}`, `"\ud83d\ude00<&>"`, `[]`, `{"a":1,"a":2}`, `"\ud800"`, `{"":{"":[true,false]}}`} {
+	for _, s := range []string{`{"b":[1,{"y":"\u00e9","x":-0.5e1}],"a":null}`, `"\ud83d\ude00<&>"`, `[]`, `{"a":1,"a":2}`, `"\ud800"`, `{"":{"":[true,false]}}`, "\"a\u2028b\u2029\""} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
