@@ -99,7 +99,7 @@ func (g *Gateway) claimOrAnswer(ctx context.Context, w http.ResponseWriter, r *h
 			rec.reject(w, errKeyReused, q.id())
 			return nil, true
 		case out.Reused:
-			g.idReused(q, out.FirstReuse, rec)
+			g.noteIDReused(q, out.FirstReuse, rec)
 			if out.State == idem.Mismatch {
 				return nil, false // the id's record is another call's, still running
 			}
@@ -119,9 +119,9 @@ func (g *Gateway) claimOrAnswer(ctx context.Context, w http.ResponseWriter, r *h
 	return nil, false
 }
 
-// idReused counts a legacy request whose JSON-RPC id its session used
+// noteIDReused counts a legacy request whose JSON-RPC id its session used
 // before for another call, and logs the first of a record's.
-func (g *Gateway) idReused(q *request, first bool, rec *record) {
+func (g *Gateway) noteIDReused(q *request, first bool, rec *record) {
 	g.metrics.idReused.Inc()
 	rec.idem = "id_reused"
 	if first {
