@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 )
 
 // Bypass reasons: why a request of a cacheable method is not looked up.
@@ -184,19 +186,13 @@ func digest(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// canonical returns one spelling of a JSON value: object members sorted,
-// no insignificant space, numbers as written, strings re-escaped one way.
+// canonical returns one spelling of a JSON value (mcpmsg.Canonical): two
+// arguments share a key only when they are the same value.
 func canonical(raw json.RawMessage) (string, error) {
 	if !present(raw) {
 		return "{}", nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(v)
+	b, err := mcpmsg.Canonical(raw)
 	return string(b), err
 }
 

@@ -302,8 +302,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// 5. Deduplicate: a call that names itself one logical call runs once.
-	if key, ttl := g.idempotencyKey(r, q); key != "" {
-		c, answered := g.claimOrAnswer(r.Context(), w, q, key, ttl, rec)
+	if c := g.idempotencyKey(r, q); c != nil {
+		c, answered := g.claimOrAnswer(r.Context(), w, r, q, c, rec)
 		if answered {
 			return
 		}

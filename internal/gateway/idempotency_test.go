@@ -55,8 +55,9 @@ func TestIdempotentCallRunsOnce(t *testing.T) {
 			t.Errorf("duplicate %d answered %q", i, a)
 		}
 	}
-	// Later, with the key in _meta instead of the header: the recorded answer.
-	params := mutateArgs("k", 0.1)
+	// Later, with the key in _meta instead of the header (_meta is not what
+	// the call asks: the same call): the recorded answer.
+	params := mutateArgs("k", 0.6)
 	params["_meta"] = map[string]any{"io.mcpfleet/idempotency-key": "op-1"}
 	if code, body := readAllClose(t, r, 200, params, map[string]string{"Authorization": "Bearer alice"}); code != 200 || !strings.Contains(body, `"id":200`) {
 		t.Fatalf("later duplicate: %d %s", code, body)

@@ -28,6 +28,7 @@ type Metrics struct {
 	sessionMisses *prometheus.CounterVec
 	replicaLost   *prometheus.CounterVec // mcpfleet_replica_lost_calls_total (lostrelay.go)
 	idempotency   *prometheus.CounterVec
+	idReused      prometheus.Counter
 	healthChanges *prometheus.CounterVec
 	noneEligible  prometheus.Counter
 
@@ -108,8 +109,12 @@ func newMetrics(g *Gateway) *Metrics {
 	}
 	m.idempotency = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpfleet_idempotency_total",
-		Help: "Idempotent calls: replayed (answered from the record), waited (for a running first execution), unavailable (store down: ran without deduplication).",
+		Help: "Idempotent calls: replayed (answered from the record), waited (for a running first execution), unavailable (store down: ran without deduplication), key_reused (an idempotency key reused with another payload: refused, 422).",
 	}, []string{"outcome"})
+	m.idReused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpfleet_jsonrpc_id_reused_total",
+		Help: "Legacy requests whose JSON-RPC id their session used before for another request: run as new calls, never answered from the first one's record.",
+	})
 	m.healthChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpfleet_replica_health_changes_total",
 		Help: "Replica health state changes, by replica, from and to (up, down, draining).",
@@ -205,7 +210,7 @@ func newMetrics(g *Gateway) *Metrics {
 			}
 			return float64(g.opts.Limits.Held())
 		}))
-	m.reg.MustRegister(m.noneEligible, m.healthChanges, m.idempotency, m.requests, m.duration, m.serverOps, m.clientOps, m.streams, m.parked, m.keepAlives, m.retries, m.sessionMisses,
+	m.reg.MustRegister(m.noneEligible, m.healthChanges, m.idempotency, m.idReused, m.requests, m.duration, m.serverOps, m.clientOps, m.streams, m.parked, m.keepAlives, m.retries, m.sessionMisses,
 		&fleetCollector{g: g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcpfleet_tasks",

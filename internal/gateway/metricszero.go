@@ -10,7 +10,7 @@ func (m *Metrics) zeroSeries() {
 	for _, r := range []string{"not_delivered", "draining", "delivered_safe"} {
 		m.retries.WithLabelValues(r)
 	}
-	for _, o := range []string{"replayed", "waited", "unavailable"} {
+	for _, o := range []string{"replayed", "waited", "unavailable", "key_reused"} {
 		m.idempotency.WithLabelValues(o)
 	}
 	for _, r := range []string{"full", "queue_full", "timeout", "store"} {

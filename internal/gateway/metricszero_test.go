@@ -24,7 +24,7 @@ func TestAlertedCountersStartAtZero(t *testing.T) {
 	}
 	for name, values := range map[string][]string{
 		"mcpfleet_retries_total":                 {"not_delivered", "draining", "delivered_safe"},
-		"mcpfleet_idempotency_total":             {"replayed", "waited", "unavailable"},
+		"mcpfleet_idempotency_total":             {"replayed", "waited", "unavailable", "key_reused"},
 		"mcpfleet_capacity_refused_total":        {"full", "queue_full", "timeout", "store"},
 		"mcpfleet_memory_shed_total":             {"unkept", "refused"},
 		"mcpfleet_session_binding_refused_total": {"session", "endpoint", "task"},

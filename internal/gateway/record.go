@@ -54,7 +54,7 @@ type record struct {
 	attempt      trace.Span     // the answering attempt's client span
 	attemptStart time.Time      // when that attempt began
 	route        string         // pinned, or the balance policy that picked
-	idem         string         // idempotency: claimed, waited, replayed, unavailable
+	idem         string         // idempotency: claimed, waited, replayed, unavailable, key_reused, id_reused
 	resume       string         // a resume: replayed (from the store), at_replica, gone, expired
 	answer       mcpmsg.Outcome // the relayed answer's error code or isError, when read
 	rejectCode   int64          // the gateway's own JSON-RPC error code, when it answered

@@ -51,6 +51,9 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 		}
 	}
 	rec.status, rec.upstreamStatus = resp.StatusCode, resp.StatusCode
+	if stream && rec.claim != nil {
+		rec.claim.sse = true // a duplicate that accepts SSE gets its answer the same way
+	}
 	w.WriteHeader(resp.StatusCode)
 	cw := newClientWriter(w, g.opts.WriteTimeout)
 	if !stream {

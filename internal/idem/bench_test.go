@@ -18,7 +18,7 @@ func benchClaimComplete(b *testing.B, s Store) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			key := Digest("bench", strconv.FormatInt(n.Add(1), 10))
-			out, err := s.Claim(ctx, key, time.Minute)
+			out, err := s.Claim(ctx, key, dg, time.Minute, Refuse)
 			if err != nil || out.State != Claimed {
 				b.Fatalf("Claim = %v, %v", out.State, err)
 			}
@@ -39,13 +39,13 @@ func BenchmarkMemoryClaimComplete(b *testing.B) {
 
 func BenchmarkMemoryClaimDone(b *testing.B) {
 	m, ctx := NewMemory(nil), context.Background()
-	out, _ := m.Claim(ctx, "k", time.Minute)
+	out, _ := m.Claim(ctx, "k", dg, time.Minute, Refuse)
 	if err := m.Complete(ctx, "k", out.Token, []byte("result"), time.Hour); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if out, err := m.Claim(ctx, "k", time.Minute); err != nil || out.State != Done {
+		if out, err := m.Claim(ctx, "k", dg, time.Minute, Refuse); err != nil || out.State != Done {
 			b.Fatalf("Claim = %v, %v", out.State, err)
 		}
 	}

@@ -24,6 +24,9 @@ type harness struct {
 	maxResult int
 }
 
+// dg is the request digest of every claim in a test that is not about digests.
+const dg = "digest"
+
 // long is a lease or TTL that no test outlives.
 const long = time.Minute
 
@@ -48,6 +51,9 @@ func testStore(t *testing.T, newHarness func(t *testing.T) harness) {
 		{"wait on unknown key", testWaitUnknown},
 		{"wrong token not owner", testWrongToken},
 		{"invalid arguments", testInvalidArguments},
+		{"another request's record refused", testMismatchRefused},
+		{"another request's done record replaced", testMismatchReplaced},
+		{"wait for another request", testWaitOtherDigest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newHarness(t)) })
@@ -57,7 +63,7 @@ func testStore(t *testing.T, newHarness func(t *testing.T) harness) {
 // claim claims key, failing the test on error or on a state other than want.
 func claim(t *testing.T, s Store, key string, lease time.Duration, want State) Outcome {
 	t.Helper()
-	out, err := s.Claim(context.Background(), key, lease)
+	out, err := s.Claim(context.Background(), key, dg, lease, Refuse)
 	if err != nil {
 		t.Fatalf("Claim(%q): %v", key, err)
 	}
@@ -89,9 +95,9 @@ func testClaimCompleteDone(t *testing.T, h harness) {
 		t.Fatalf("Complete: %v", err)
 	}
 	want := Outcome{State: Done, Result: []byte("result")}
-	got, err := s.Claim(ctx, "k", long)
+	got, err := s.Claim(ctx, "k", dg, long, Refuse)
 	checkOutcome(t, "Claim after Complete", got, want, err)
-	got, err = s.Wait(ctx, "k")
+	got, err = s.Wait(ctx, "k", dg)
 	checkOutcome(t, "Wait after Complete", got, want, err)
 	if err := s.Complete(ctx, "k", first.Token, []byte("again"), long); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("second Complete = %v, want ErrNotOwner", err)
@@ -99,7 +105,7 @@ func testClaimCompleteDone(t *testing.T, h harness) {
 	if err := s.Release(ctx, "k", first.Token); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("Release after Complete = %v, want ErrNotOwner", err)
 	}
-	got, err = s.Claim(ctx, "k", long)
+	got, err = s.Claim(ctx, "k", dg, long, Refuse)
 	checkOutcome(t, "Claim after refused Complete", got, want, err)
 }
 
@@ -113,7 +119,7 @@ func testConcurrentDuplicates(t *testing.T, h harness) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			out, err := s.Claim(ctx, "dup", long)
+			out, err := s.Claim(ctx, "dup", dg, long, Refuse)
 			if err != nil {
 				errs[i] = err
 				states <- 0
@@ -126,7 +132,7 @@ func testConcurrentDuplicates(t *testing.T, h harness) {
 				errs[i] = s.Complete(ctx, "dup", out.Token, []byte("once"), long)
 				results[i] = Outcome{State: Done, Result: []byte("once")}
 			case Running:
-				results[i], errs[i] = s.Wait(ctx, "dup")
+				results[i], errs[i] = s.Wait(ctx, "dup", dg)
 			default:
 				errs[i] = fmt.Errorf("Claim state %v", out.State)
 			}
@@ -153,7 +159,7 @@ func testReleaseLetsWaiterClaim(t *testing.T, h harness) {
 	waited := make(chan Outcome, 1)
 	waitErr := make(chan error, 1)
 	go func() {
-		out, err := s.Wait(ctx, "k")
+		out, err := s.Wait(ctx, "k", dg)
 		waited <- out
 		waitErr <- err
 	}()
@@ -175,7 +181,7 @@ func testLeaseExpiry(t *testing.T, h harness) {
 	first := claim(t, s, "k", h.short, Claimed)
 	claim(t, s, "k", long, Running)
 	h.advance(h.short * 3 / 2)
-	got, err := s.Wait(ctx, "k")
+	got, err := s.Wait(ctx, "k", dg)
 	checkOutcome(t, "Wait after the lease ran out", got, Outcome{State: Released}, err)
 	second := claim(t, s, "k", long, Claimed)
 	if err := s.Complete(ctx, "k", first.Token, []byte("late"), long); !errors.Is(err, ErrNotOwner) {
@@ -188,7 +194,7 @@ func testLeaseExpiry(t *testing.T, h harness) {
 	if err := s.Complete(ctx, "k", second.Token, []byte("second"), long); err != nil {
 		t.Fatalf("Complete by the new claimant: %v", err)
 	}
-	got, err = s.Claim(ctx, "k", long)
+	got, err = s.Claim(ctx, "k", dg, long, Refuse)
 	checkOutcome(t, "Claim after the new claimant completed", got, Outcome{State: Done, Result: []byte("second")}, err)
 }
 
@@ -200,7 +206,7 @@ func testResultTTL(t *testing.T, h harness) {
 	}
 	claim(t, s, "k", long, Done)
 	h.advance(h.short * 3 / 2)
-	got, err := s.Wait(ctx, "k")
+	got, err := s.Wait(ctx, "k", dg)
 	checkOutcome(t, "Wait after the ttl", got, Outcome{State: Released}, err)
 	claim(t, s, "k", long, Claimed)
 }
@@ -228,7 +234,7 @@ func testEmptyResult(t *testing.T, h harness) {
 	if err := s.Complete(ctx, "k", first.Token, nil, long); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	got, err := s.Wait(ctx, "k")
+	got, err := s.Wait(ctx, "k", dg)
 	checkOutcome(t, "Wait", got, Outcome{State: Done, Result: []byte{}}, err)
 }
 
@@ -238,7 +244,7 @@ func testCtxEndsWait(t *testing.T, h harness) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := s.Wait(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.Wait(ctx, "k", dg); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Wait past its deadline = %v, want context.DeadlineExceeded", err)
 	}
 
@@ -247,7 +253,7 @@ func testCtxEndsWait(t *testing.T, h harness) {
 		time.Sleep(20 * time.Millisecond)
 		cancel()
 	}()
-	_, err := s.Wait(ctx, "k")
+	_, err := s.Wait(ctx, "k", dg)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait cancelled = %v, want context.Canceled", err)
 	}
@@ -270,13 +276,13 @@ func testKeysIsolated(t *testing.T, h harness) {
 	if err := s.Release(ctx, "b", b.Token); err != nil {
 		t.Fatalf("Release b: %v", err)
 	}
-	got, err := s.Claim(ctx, "a", long)
+	got, err := s.Claim(ctx, "a", dg, long, Refuse)
 	checkOutcome(t, "Claim a", got, Outcome{State: Done, Result: []byte("A")}, err)
 	claim(t, s, "c", long, Claimed)
 }
 
 func testWaitUnknown(t *testing.T, h harness) {
-	got, err := h.store.Wait(context.Background(), "never")
+	got, err := h.store.Wait(context.Background(), "never", dg)
 	checkOutcome(t, "Wait", got, Outcome{State: Released}, err)
 }
 
@@ -304,12 +310,15 @@ func testInvalidArguments(t *testing.T, h harness) {
 		name string
 		err  error
 	}{
-		{"empty key", func() error { _, err := s.Claim(ctx, "", long); return err }()},
-		{"long key", func() error { _, err := s.Claim(ctx, long257, long); return err }()},
-		{"zero lease", func() error { _, err := s.Claim(ctx, "k", 0); return err }()},
+		{"empty key", func() error { _, err := s.Claim(ctx, "", dg, long, Refuse); return err }()},
+		{"long key", func() error { _, err := s.Claim(ctx, long257, dg, long, Refuse); return err }()},
+		{"zero lease", func() error { _, err := s.Claim(ctx, "k", dg, 0, Refuse); return err }()},
 		{"zero ttl", s.Complete(ctx, "k", "t", nil, 0)},
-		{"wait empty key", func() error { _, err := s.Wait(ctx, ""); return err }()},
+		{"wait empty key", func() error { _, err := s.Wait(ctx, "", dg); return err }()},
 		{"release empty key", s.Release(ctx, "", "t")},
+		{"empty digest", func() error { _, err := s.Claim(ctx, "k", "", long, Refuse); return err }()},
+		{"digest with a NUL", func() error { _, err := s.Claim(ctx, "k", "a\x00b", long, Replace); return err }()},
+		{"wait empty digest", func() error { _, err := s.Wait(ctx, "k", ""); return err }()},
 	}
 	for _, c := range checks {
 		if c.err == nil || errors.Is(c.err, ErrUnavailable) || errors.Is(c.err, ErrNotOwner) {
@@ -317,4 +326,70 @@ func testInvalidArguments(t *testing.T, h harness) {
 		}
 	}
 	claim(t, s, "k", long, Claimed) // nothing above touched the store
+}
+
+// claimAs claims key for the request digest with reuse, failing the test on error or on an
+// outcome other than want (its token ignored).
+func claimAs(t *testing.T, s Store, key, digest string, reuse Reuse, want Outcome) Outcome {
+	t.Helper()
+	out, err := s.Claim(context.Background(), key, digest, long, reuse)
+	checkOutcome(t, fmt.Sprintf("Claim(%q, %q)", key, digest), out, want, err)
+	if (out.Token != "") != (want.State == Claimed) {
+		t.Fatalf("Claim(%q, %q) token = %q in state %v", key, digest, out.Token, out.State)
+	}
+	return out
+}
+
+// testMismatchRefused: a record answers only its own request; another
+// request's claim is refused, as met once, and changes nothing.
+func testMismatchRefused(t *testing.T, h harness) {
+	ctx, s := context.Background(), h.store
+	first := claimAs(t, s, "k", "a", Refuse, Outcome{State: Claimed})
+	claimAs(t, s, "k", "b", Refuse, Outcome{State: Mismatch, Reused: true, FirstReuse: true})
+	if err := s.Complete(ctx, "k", first.Token, []byte("A"), long); err != nil {
+		t.Fatalf("Complete after a mismatch: %v", err)
+	}
+	for range 2 {
+		claimAs(t, s, "k", "b", Refuse, Outcome{State: Mismatch, Reused: true})
+	}
+	claimAs(t, s, "k", "a", Refuse, Outcome{State: Done, Result: []byte("A")})
+}
+
+// testMismatchReplaced: with Replace, another request's done record gives
+// way to its claim, the flag of a reuse already met goes with it, and a
+// running record is never taken.
+func testMismatchReplaced(t *testing.T, h harness) {
+	ctx, s := context.Background(), h.store
+	a := claimAs(t, s, "k", "a", Replace, Outcome{State: Claimed})
+	claimAs(t, s, "k", "b", Replace, Outcome{State: Mismatch, Reused: true, FirstReuse: true})
+	if err := s.Complete(ctx, "k", a.Token, []byte("A"), long); err != nil {
+		t.Fatalf("Complete a: %v", err)
+	}
+	b := claimAs(t, s, "k", "b", Replace, Outcome{State: Claimed, Reused: true})
+	claimAs(t, s, "k", "b", Replace, Outcome{State: Running})
+	if err := s.Complete(ctx, "k", b.Token, []byte("B"), long); err != nil {
+		t.Fatalf("Complete b: %v", err)
+	}
+	claimAs(t, s, "k", "b", Replace, Outcome{State: Done, Result: []byte("B")})
+	c := claimAs(t, s, "k", "c", Replace, Outcome{State: Claimed, Reused: true})
+	if err := s.Release(ctx, "k", c.Token); err != nil {
+		t.Fatalf("Release c: %v", err)
+	}
+	claimAs(t, s, "k", "a", Replace, Outcome{State: Claimed}) // no record left: a fresh one
+}
+
+// testWaitOtherDigest: a waiter never gets another request's result, nor
+// waits for its run.
+func testWaitOtherDigest(t *testing.T, h harness) {
+	ctx, s := context.Background(), h.store
+	a := claimAs(t, s, "k", "a", Replace, Outcome{State: Claimed})
+	got, err := s.Wait(ctx, "k", "b")
+	checkOutcome(t, "Wait for b while a runs", got, Outcome{State: Released}, err)
+	if err := s.Complete(ctx, "k", a.Token, []byte("A"), long); err != nil {
+		t.Fatalf("Complete a: %v", err)
+	}
+	got, err = s.Wait(ctx, "k", "b")
+	checkOutcome(t, "Wait for b once a is done", got, Outcome{State: Released}, err)
+	got, err = s.Wait(ctx, "k", "a")
+	checkOutcome(t, "Wait for a", got, Outcome{State: Done, Result: []byte("A")}, err)
 }

@@ -8,15 +8,21 @@
 //	Claim -> Claimed: run the call, then Complete (result recorded) or Release (safe to re-run)
 //	      -> Running: Wait -> Done: answer with the result; Released: Claim again
 //	      -> Done:    answer with the recorded result
+//	      -> Mismatch: the key's record is another request's: refuse, or run without a record
 //	any error wrapping ErrUnavailable: run the call without deduplication, and count it
+//
+// Every record keeps the digest of the request that made it (mcpmsg.RequestDigest): a record
+// answers only a request with the same digest, so a key reused for another request never gets
+// the first one's result.
 //
 // Two implementations share one contract: Memory, for a single replica, and Redis, for replicas
 // that share a Valkey or Redis server.
 //
 // # Guarantee and its limits
 //
-// While the store is up and a record lives, at most one execution per key is started, and every
-// duplicate gets that execution's result. The record lives for the claim's lease while the call
+// While the store is up and a record lives, at most one execution per key and request digest is
+// started, and every duplicate (same key, same digest) gets that execution's result; a request
+// with the key and another digest never gets it. The record lives for the claim's lease while the call
 // runs and for the result's TTL after it. Outside that, a duplicate runs again:
 //
 //   - after the lease ends, when the claimant crashed or its call outlived the lease (the late
@@ -41,6 +47,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -49,6 +56,9 @@ const DefaultMaxResult = 1 << 20
 
 // MaxKeyLen is the longest key a store accepts. Keys are digests (see Digest), far shorter.
 const MaxKeyLen = 256
+
+// MaxDigestLen is the longest request digest a store accepts; mcpmsg.RequestDigest's are 64.
+const MaxDigestLen = 128
 
 var (
 	// ErrUnavailable means the store could not be consulted or updated (Redis down or timing
@@ -74,8 +84,26 @@ const (
 	// Done: a result is recorded and returned in Outcome.Result.
 	Done
 	// Released: returned by Wait when the claim ended without a result (released, or its lease
-	// ran out) or the key has no record; the caller should Claim again.
+	// ran out), the key has no record, or its record is now another request's; the caller
+	// should Claim again.
 	Released
+	// Mismatch: the key's live record was made for another request (another digest, or none:
+	// a record written before records kept one), and Claim left it as it was. Nothing is
+	// answered from it.
+	Mismatch
+)
+
+// Reuse says what Claim does when the key's live record was made for another request.
+type Reuse int
+
+const (
+	// Refuse leaves the record and reports Mismatch: an Idempotency-Key reused with another
+	// payload is refused (the IETF httpapi Idempotency-Key draft, "Error Scenarios").
+	Refuse Reuse = iota
+	// Replace replaces a done record with a claim for this request (Claimed, Reused set), and
+	// leaves a running one (Mismatch): a JSON-RPC id reused for another call is a new call,
+	// and a re-send of that call is deduplicated in turn.
+	Replace
 )
 
 // String returns the state's name, for logs.
@@ -89,6 +117,8 @@ func (s State) String() string {
 		return "done"
 	case Released:
 		return "released"
+	case Mismatch:
+		return "mismatch"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -103,6 +133,12 @@ type Outcome struct {
 	// Result is the recorded result when State is Done (never nil then, possibly empty), nil
 	// otherwise. The caller owns it.
 	Result []byte
+	// Reused reports that the key's live record was made for another request: State is
+	// Mismatch, or Claimed in place of a done record (Replace).
+	Reused bool
+	// FirstReuse reports that this Reused is the first one the key's record, or a record it
+	// replaced, has seen: a caller that logs reuses logs this one and no other.
+	FirstReuse bool
 }
 
 // Store keeps idempotency records. Implementations are safe for concurrent use by many goroutines
@@ -112,10 +148,12 @@ type Outcome struct {
 // Every method returns an error wrapping ErrUnavailable when the store cannot answer, and ctx's
 // error when ctx ended first.
 type Store interface {
-	// Claim tries to claim key for a new execution lasting at most lease (> 0), measured by the
-	// store's clock. It reports Claimed with a fresh Token, Running when another execution holds
-	// an unexpired claim, or Done with the recorded result.
-	Claim(ctx context.Context, key string, lease time.Duration) (Outcome, error)
+	// Claim tries to claim key for a new execution of the request whose digest is digest,
+	// lasting at most lease (> 0), measured by the store's clock. It reports Claimed with a
+	// fresh Token, Running when another execution of the same request holds an unexpired
+	// claim, Done with the result recorded for the same request, or, when the record is
+	// another request's, what reuse says (Mismatch, or Claimed with Reused set).
+	Claim(ctx context.Context, key, digest string, lease time.Duration, reuse Reuse) (Outcome, error)
 	// Complete records result for key, to be kept for ttl (> 0) from now by the store's clock,
 	// and ends the claim named by token; waiters see Done. It fails with ErrNotOwner if that
 	// claim is no longer held, and with ErrTooLarge, leaving the claim held, if result exceeds
@@ -124,10 +162,11 @@ type Store interface {
 	// Release ends the claim named by token without a result; waiters see Released and may
 	// claim. It fails with ErrNotOwner if that claim is no longer held.
 	Release(ctx context.Context, key, token string) error
-	// Wait blocks until key's record is Done (with its result) or has gone (Released: the claim
-	// was released or expired, or there was none), or ctx ends. A claim taken by another
-	// execution in the meantime is waited for in turn.
-	Wait(ctx context.Context, key string) (Outcome, error)
+	// Wait blocks until key's record is Done for the request whose digest is digest (with its
+	// result) or is no longer that request's (Released: the claim was released or expired,
+	// there was none, or another request's record took its place), or ctx ends. A claim of
+	// the same request taken by another execution in the meantime is waited for in turn.
+	Wait(ctx context.Context, key, digest string) (Outcome, error)
 }
 
 // Digest returns the store key for an idempotency key within a scope (the caller's identity and
@@ -153,6 +192,14 @@ func checkKey(key string) error {
 	}
 	if len(key) > MaxKeyLen {
 		return fmt.Errorf("checking idempotency key: %d bytes, limit %d", len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// checkDigest rejects request digests no store accepts.
+func checkDigest(digest string) error {
+	if digest == "" || len(digest) > MaxDigestLen || strings.IndexByte(digest, 0) >= 0 {
+		return fmt.Errorf("checking request digest: empty, over %d bytes or holding a NUL", MaxDigestLen)
 	}
 	return nil
 }

@@ -73,6 +73,8 @@ var _ Store = (*Memory)(nil)
 // record is one key's state in a Memory store.
 type record struct {
 	key     string
+	digest  string // the request's that made it
+	reused  bool   // a request with another digest has met it, or one it replaced
 	done    bool
 	token   string        // the claim's token while running
 	result  []byte        // the result once done
@@ -120,8 +122,8 @@ func (m *Memory) Len() int {
 }
 
 // Claim implements Store.
-func (m *Memory) Claim(ctx context.Context, key string, lease time.Duration) (Outcome, error) {
-	if err := errors.Join(checkKey(key), checkDuration("lease", lease)); err != nil {
+func (m *Memory) Claim(ctx context.Context, key, digest string, lease time.Duration, reuse Reuse) (Outcome, error) {
+	if err := errors.Join(checkKey(key), checkDigest(digest), checkDuration("lease", lease)); err != nil {
 		return Outcome{}, err
 	}
 	if err := ctxErr(ctx, "claiming idempotency key"); err != nil {
@@ -130,19 +132,30 @@ func (m *Memory) Claim(ctx context.Context, key string, lease time.Duration) (Ou
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
+	var out Outcome
 	if r := m.lookupLocked(key, now); r != nil {
-		if r.done {
+		switch {
+		case r.digest == digest && r.done:
 			return Outcome{State: Done, Result: clone(r.result)}, nil
+		case r.digest == digest:
+			return Outcome{State: Running}, nil
 		}
-		return Outcome{State: Running}, nil
+		out.Reused, out.FirstReuse = true, !r.reused
+		r.reused = true
+		if !r.done || reuse != Replace {
+			out.State = Mismatch
+			return out, nil
+		}
+		m.removeLocked(r)
 	}
 	if err := m.makeRoomLocked(now); err != nil {
 		return Outcome{}, err
 	}
-	r := &record{key: key, token: newToken(), expires: now.Add(lease), wake: make(chan struct{})}
+	r := &record{key: key, digest: digest, reused: out.Reused, token: newToken(), expires: now.Add(lease), wake: make(chan struct{})}
 	m.records[key] = r
 	heap.Push(&m.running, r)
-	return Outcome{State: Claimed, Token: r.token}, nil
+	out.State, out.Token = Claimed, r.token
+	return out, nil
 }
 
 // Complete implements Store.
@@ -195,14 +208,14 @@ func (m *Memory) Release(ctx context.Context, key, token string) error {
 
 // Wait implements Store. It wakes when the claim ends, when its lease runs out by a real timer,
 // or when ctx ends.
-func (m *Memory) Wait(ctx context.Context, key string) (Outcome, error) {
-	if err := checkKey(key); err != nil {
+func (m *Memory) Wait(ctx context.Context, key, digest string) (Outcome, error) {
+	if err := errors.Join(checkKey(key), checkDigest(digest)); err != nil {
 		return Outcome{}, err
 	}
 	for {
 		m.mu.Lock()
 		r := m.lookupLocked(key, m.now())
-		if r == nil {
+		if r == nil || r.digest != digest {
 			m.mu.Unlock()
 			return Outcome{State: Released}, nil
 		}

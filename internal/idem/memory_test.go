@@ -63,14 +63,14 @@ func TestMemoryEvictsExpiredFirstThenSoonestDone(t *testing.T) {
 	claim(t, m, "new1", time.Hour, Claimed) // evicts "short", which has expired
 	claim(t, m, "later", long, Done)
 	claim(t, m, "new2", time.Hour, Claimed) // evicts "later", the only done record
-	got, err := m.Wait(context.Background(), "later")
+	got, err := m.Wait(context.Background(), "later", dg)
 	checkOutcome(t, "Wait for the evicted record", got, Outcome{State: Released}, err) // the cap's cost
 	if got := m.Len(); got != 3 {
 		t.Errorf("Len = %d, want 3", got)
 	}
 	claim(t, m, "running", long, Running) // running claims are never evicted
 
-	_, err = m.Claim(context.Background(), "one-too-many", time.Hour)
+	_, err = m.Claim(context.Background(), "one-too-many", dg, time.Hour, Refuse)
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Claim with every record running = %v, want ErrUnavailable", err)
 	}
@@ -94,7 +94,7 @@ func TestMemoryWaitWakesWhenLeaseRunsOut(t *testing.T) {
 		m := NewMemory(nil) // real clock, faked by the bubble
 		claim(t, m, "k", 30*time.Second, Claimed)
 		start := time.Now()
-		got, err := m.Wait(context.Background(), "k")
+		got, err := m.Wait(context.Background(), "k", dg)
 		checkOutcome(t, "Wait", got, Outcome{State: Released}, err)
 		if waited := time.Since(start); waited != 30*time.Second {
 			t.Errorf("Wait returned after %v, want the 30s lease", waited)
@@ -113,7 +113,7 @@ func TestMemoryWaitWakesOnCompleteAtOnce(t *testing.T) {
 			}
 		}()
 		start := time.Now()
-		got, err := m.Wait(context.Background(), "k")
+		got, err := m.Wait(context.Background(), "k", dg)
 		checkOutcome(t, "Wait", got, Outcome{State: Done, Result: []byte("r")}, err)
 		if waited := time.Since(start); waited != time.Second {
 			t.Errorf("Wait returned after %v, want 1s", waited)

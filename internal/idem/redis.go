@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -41,8 +42,11 @@ func (o *RedisOptions) Validate() error {
 // Redis is a Store in a Valkey or Redis server (6.0 or later, standalone or cluster), shared by
 // every gateway replica that uses the same server and prefix.
 //
-// Each key is one string, prefix+key, holding "R" followed by the claim token while running and
-// "D" followed by the result once done, with a PX expiry: the lease, then the result's TTL. Every
+// Each key is one string, prefix+key, holding "r" while running and "d" once done, then a flag
+// ('1' once a request with another digest has met the record), the request's digest, a NUL, and
+// the claim token (running) or the result (done), with a PX expiry: the lease, then the result's
+// TTL. A record written before records kept a digest ("R" and the token, "D" and the result) is
+// another request's to every digest: never answered from, replaced or left to expire. Every
 // check-and-set is one Lua script, which the server runs atomically, and expiry is measured by the
 // server's clock, so replicas whose clocks disagree still agree on leases. Claim, Complete and
 // Release cost one round trip each.
@@ -64,40 +68,70 @@ type Redis struct {
 
 var _ Store = (*Redis)(nil)
 
-// Record values: a one-byte tag, then the token or the result.
+// Record values: a tag, a flag, the digest, a NUL, then the token or the result.
 const (
-	tagRunning = 'R'
-	tagDone    = 'D'
+	tagRunning = 'r'
+	tagDone    = 'd'
 )
 
-// claimScript sets the record to running if absent, else reports it.
-// KEYS[1] record; ARGV[1] running value; ARGV[2] lease in ms.
-// Returns {1} claimed, {2} running, {3, result} done, {4} not a record of ours.
+// claimScript claims the record if absent, or reports it; a record of another digest is left,
+// marked as met (its TTL kept), or, if done and ARGV[4] is '1', replaced by the claim.
+// KEYS[1] record; ARGV[1] digest; ARGV[2] token; ARGV[3] lease in ms; ARGV[4] replace.
+// Returns {1} claimed, {2} running, {3, result} done, {4, first} mismatch,
+// {5, first} claimed in place of another request's done record, {6} not a record of ours.
 var claimScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
+local function claim(flag)
+  redis.call('SET', KEYS[1], 'r' .. flag .. ARGV[1] .. '\0' .. ARGV[2], 'PX', ARGV[3])
+end
 if not v then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  claim('0')
   return {1}
 end
 local tag = string.sub(v, 1, 1)
-if tag == 'D' then return {3, string.sub(v, 2)} end
-if tag == 'R' then return {2} end
-return {4}
+local flag, digest, rest = '0', nil, nil
+if tag == 'r' or tag == 'd' then
+  local z = string.find(v, '\0', 3, true)
+  if not z then return {6} end
+  flag, digest, rest = string.sub(v, 2, 2), string.sub(v, 3, z - 1), string.sub(v, z + 1)
+elseif tag ~= 'R' and tag ~= 'D' then
+  return {6}
+end
+if digest == ARGV[1] then
+  if tag == 'd' then return {3, rest} end
+  return {2}
+end
+local first = 1
+if flag == '1' then first = 0 end
+if ARGV[4] == '1' and (tag == 'd' or tag == 'D') then
+  claim('1')
+  return {5, first}
+end
+if first == 1 and digest then
+  redis.call('SET', KEYS[1], tag .. '1' .. string.sub(v, 3), 'KEEPTTL')
+end
+return {4, first}
 `)
 
 // completeScript replaces the record with the result if the claim is still the caller's.
-// KEYS[1] record; ARGV[1] caller's running value; ARGV[2] done value; ARGV[3] ttl in ms.
+// KEYS[1] record; ARGV[1] token; ARGV[2] result; ARGV[3] ttl in ms.
 // Returns 1 recorded, 0 not owned.
 var completeScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, 1) ~= 'r' then return 0 end
+local z = string.find(v, '\0', 3, true)
+if not z or string.sub(v, z + 1) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], 'd' .. string.sub(v, 2, z) .. ARGV[2], 'PX', ARGV[3])
 return 1
 `)
 
 // releaseScript deletes the record if the claim is still the caller's.
-// KEYS[1] record; ARGV[1] caller's running value. Returns 1 released, 0 not owned.
+// KEYS[1] record; ARGV[1] token. Returns 1 released, 0 not owned.
 var releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, 1) ~= 'r' then return 0 end
+local z = string.find(v, '\0', 3, true)
+if not z or string.sub(v, z + 1) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 `)
@@ -128,28 +162,37 @@ func NewRedis(client redis.UniversalClient, prefix string, opts *RedisOptions) *
 }
 
 // Claim implements Store.
-func (s *Redis) Claim(ctx context.Context, key string, lease time.Duration) (Outcome, error) {
+func (s *Redis) Claim(ctx context.Context, key, digest string, lease time.Duration, reuse Reuse) (Outcome, error) {
 	const doing = "claiming idempotency key"
-	if err := errors.Join(checkKey(key), checkDuration("lease", lease)); err != nil {
+	if err := errors.Join(checkKey(key), checkDigest(digest), checkDuration("lease", lease)); err != nil {
 		return Outcome{}, err
 	}
-	token := newToken()
-	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key}, running(token), millis(lease)).Slice()
+	token, replace := newToken(), "0"
+	if reuse == Replace {
+		replace = "1"
+	}
+	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key}, digest, token, millis(lease), replace).Slice()
 	if err != nil {
 		return Outcome{}, s.fail(ctx, doing, err)
 	}
 	code, _ := res[0].(int64)
-	switch code {
-	case 1:
+	var first int64 = -1
+	if len(res) == 2 {
+		first, _ = res[1].(int64)
+	}
+	switch {
+	case code == 1:
 		return Outcome{State: Claimed, Token: token}, nil
-	case 2:
+	case code == 2:
 		return Outcome{State: Running}, nil
-	case 3:
-		if len(res) == 2 {
-			if v, ok := res[1].(string); ok {
-				return Outcome{State: Done, Result: []byte(v)}, nil
-			}
+	case code == 3 && len(res) == 2:
+		if v, ok := res[1].(string); ok {
+			return Outcome{State: Done, Result: []byte(v)}, nil
 		}
+	case code == 4 && first >= 0:
+		return Outcome{State: Mismatch, Reused: true, FirstReuse: first == 1}, nil
+	case code == 5 && first >= 0:
+		return Outcome{State: Claimed, Token: token, Reused: true, FirstReuse: first == 1}, nil
 	}
 	return Outcome{}, fmt.Errorf("%s: %w: unexpected reply %v", doing, ErrUnavailable, res)
 }
@@ -165,10 +208,7 @@ func (s *Redis) Complete(ctx context.Context, key, token string, result []byte, 
 	if token == "" {
 		return ErrNotOwner
 	}
-	done := make([]byte, 1+len(result))
-	done[0] = tagDone
-	copy(done[1:], result)
-	n, err := completeScript.Run(ctx, s.client, []string{s.prefix + key}, running(token), done, millis(ttl)).Int64()
+	n, err := completeScript.Run(ctx, s.client, []string{s.prefix + key}, token, result, millis(ttl)).Int64()
 	if err != nil {
 		return s.fail(ctx, "completing idempotency key", err)
 	}
@@ -186,7 +226,7 @@ func (s *Redis) Release(ctx context.Context, key, token string) error {
 	if token == "" {
 		return ErrNotOwner
 	}
-	n, err := releaseScript.Run(ctx, s.client, []string{s.prefix + key}, running(token)).Int64()
+	n, err := releaseScript.Run(ctx, s.client, []string{s.prefix + key}, token).Int64()
 	if err != nil {
 		return s.fail(ctx, "releasing idempotency key", err)
 	}
@@ -197,9 +237,9 @@ func (s *Redis) Release(ctx context.Context, key, token string) error {
 }
 
 // Wait implements Store by polling with backoff (see Redis).
-func (s *Redis) Wait(ctx context.Context, key string) (Outcome, error) {
+func (s *Redis) Wait(ctx context.Context, key, digest string) (Outcome, error) {
 	const doing = "waiting for idempotency key"
-	if err := checkKey(key); err != nil {
+	if err := errors.Join(checkKey(key), checkDigest(digest)); err != nil {
 		return Outcome{}, err
 	}
 	interval := s.pollMin
@@ -210,10 +250,15 @@ func (s *Redis) Wait(ctx context.Context, key string) (Outcome, error) {
 			return Outcome{State: Released}, nil
 		case err != nil:
 			return Outcome{}, s.fail(ctx, doing, err)
-		case len(v) > 0 && v[0] == tagDone:
-			return Outcome{State: Done, Result: v[1:]}, nil
-		case len(v) == 0 || v[0] != tagRunning:
+		}
+		tag, of, rest, ok := parseRecord(v)
+		switch {
+		case !ok:
 			return Outcome{}, fmt.Errorf("%s: %w: key holds a value this package did not write", doing, ErrUnavailable)
+		case of != digest:
+			return Outcome{State: Released}, nil
+		case tag == tagDone:
+			return Outcome{State: Done, Result: rest}, nil
 		}
 		timer := time.NewTimer(interval)
 		select {
@@ -226,6 +271,25 @@ func (s *Redis) Wait(ctx context.Context, key string) (Outcome, error) {
 	}
 }
 
+// parseRecord splits a record value into its tag, digest and token or result. A record
+// written before records kept a digest parses with the digest "", which no request has.
+func parseRecord(v []byte) (tag byte, digest string, rest []byte, ok bool) {
+	if len(v) == 0 {
+		return 0, "", nil, false
+	}
+	switch v[0] {
+	case 'R', 'D':
+		return v[0] + 'a' - 'A', "", v[1:], true
+	case tagRunning, tagDone:
+		z := bytes.IndexByte(v, 0)
+		if len(v) < 2 || z < 2 {
+			return 0, "", nil, false
+		}
+		return v[0], string(v[2:z]), v[z+1:], true
+	}
+	return 0, "", nil, false
+}
+
 // fail wraps a client error: ctx's error if ctx ended, else ErrUnavailable with the cause.
 func (s *Redis) fail(ctx context.Context, doing string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -233,9 +297,6 @@ func (s *Redis) fail(ctx context.Context, doing string, err error) error {
 	}
 	return fmt.Errorf("%s: %w: %w", doing, ErrUnavailable, err)
 }
-
-// running returns the record value of a running claim.
-func running(token string) string { return string(rune(tagRunning)) + token }
 
 // millis converts d to whole milliseconds for PX, at least 1.
 func millis(d time.Duration) int64 { return max(1, d.Milliseconds()) }

@@ -68,8 +68,8 @@ func TestRedisKeyLayout(t *testing.T) {
 	client := newRedisClient(t, redistest.Start(t))
 	s := NewRedis(client, "mcpfleet:idem:", nil)
 	out := claim(t, s, "k", 10*time.Second, Claimed)
-	if got, err := client.Get(ctx, "mcpfleet:idem:k").Result(); err != nil || got != "R"+out.Token {
-		t.Errorf("running record = %q, %v; want R+token", got, err)
+	if got, err := client.Get(ctx, "mcpfleet:idem:k").Result(); err != nil || got != "r0"+dg+"\x00"+out.Token {
+		t.Errorf("running record = %q, %v; want r0, the digest, NUL, the token", got, err)
 	}
 	if ttl := client.PTTL(ctx, "mcpfleet:idem:k").Val(); ttl <= 9*time.Second || ttl > 10*time.Second {
 		t.Errorf("running record PTTL = %v, want the 10s lease", ttl)
@@ -77,11 +77,37 @@ func TestRedisKeyLayout(t *testing.T) {
 	if err := s.Complete(ctx, "k", out.Token, []byte("result"), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := client.Get(ctx, "mcpfleet:idem:k").Result(); err != nil || got != "Dresult" {
-		t.Errorf("done record = %q, %v; want \"Dresult\"", got, err)
+	if got, err := client.Get(ctx, "mcpfleet:idem:k").Result(); err != nil || got != "d0"+dg+"\x00result" {
+		t.Errorf("done record = %q, %v; want d0, the digest, NUL, the result", got, err)
 	}
 	if ttl := client.PTTL(ctx, "mcpfleet:idem:k").Val(); ttl <= 59*time.Minute || ttl > time.Hour {
 		t.Errorf("done record PTTL = %v, want the 1h ttl", ttl)
+	}
+}
+
+// TestRedisRecordWithoutDigest: a record written before records kept a
+// digest is another request's to every request: never answered from, its
+// running claim never taken, its done one replaced only when asked.
+func TestRedisRecordWithoutDigest(t *testing.T) {
+	ctx := context.Background()
+	client := newRedisClient(t, redistest.Start(t))
+	s := NewRedis(client, "p:", nil)
+	for _, old := range []string{"Dold result", "Rold-token"} {
+		if err := client.Set(ctx, "p:k", old, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		claimAs(t, s, "k", dg, Refuse, Outcome{State: Mismatch, Reused: true, FirstReuse: true})
+		got, err := s.Wait(ctx, "k", dg)
+		checkOutcome(t, "Wait on "+old, got, Outcome{State: Released}, err)
+		if old[0] == 'R' {
+			claimAs(t, s, "k", dg, Replace, Outcome{State: Mismatch, Reused: true, FirstReuse: true})
+			continue
+		}
+		out := claimAs(t, s, "k", dg, Replace, Outcome{State: Claimed, Reused: true, FirstReuse: true})
+		if err := s.Complete(ctx, "k", out.Token, []byte("new"), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		claimAs(t, s, "k", dg, Refuse, Outcome{State: Done, Result: []byte("new")})
 	}
 }
 
@@ -99,10 +125,10 @@ func TestRedisForeignValueIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := NewRedis(client, "p:", nil)
-	if _, err := s.Claim(ctx, "k", time.Second); !errors.Is(err, ErrUnavailable) {
+	if _, err := s.Claim(ctx, "k", dg, time.Second, Refuse); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Claim over a foreign value = %v, want ErrUnavailable", err)
 	}
-	if _, err := s.Wait(ctx, "k"); !errors.Is(err, ErrUnavailable) {
+	if _, err := s.Wait(ctx, "k", dg); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Wait on a foreign value = %v, want ErrUnavailable", err)
 	}
 }
@@ -120,8 +146,8 @@ func TestRedisDownIsUnavailable(t *testing.T) {
 	ctx := context.Background()
 
 	start := time.Now()
-	_, claimErr := s.Claim(ctx, "k", time.Second)
-	_, waitErr := s.Wait(ctx, "k")
+	_, claimErr := s.Claim(ctx, "k", dg, time.Second, Refuse)
+	_, waitErr := s.Wait(ctx, "k", dg)
 	errs := map[string]error{
 		"Claim":    claimErr,
 		"Complete": s.Complete(ctx, "k", "token", []byte("r"), time.Second),
@@ -145,7 +171,7 @@ func TestRedisCancelledIsNotUnavailable(t *testing.T) {
 	s := NewRedis(client, "p:", nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Claim(ctx, "k", time.Second)
+	_, err := s.Claim(ctx, "k", dg, time.Second, Refuse)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
 		t.Errorf("Claim with a cancelled ctx = %v, want context.Canceled only", err)
 	}
