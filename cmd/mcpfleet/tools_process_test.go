@@ -132,6 +132,32 @@ func readToolsAPI(t *testing.T, admin string) toolsAPI {
 	return v
 }
 
+// replicaUp reports whether the gateway whose admin listener is admin
+// finds replica name up by its health checks (GET /api/fleet).
+func replicaUp(t *testing.T, admin, name string) bool {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/api/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Replicas []struct {
+			Name   string `json:"name"`
+			Health string `json:"health"`
+		} `json:"replicas"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("/api/fleet: %v", err)
+	}
+	for _, r := range v.Replicas {
+		if r.Name == name {
+			return r.Health == "up"
+		}
+	}
+	return false
+}
+
 // declares reports whether the gateway lists replica name with tool.
 func (v toolsAPI) declares(name, tool string) bool {
 	for _, r := range v.Replicas {
@@ -213,9 +239,12 @@ func TestToolsThroughARollingDeploy(t *testing.T) {
 		if i == 0 {
 			exists.Store(true)
 			deadline := time.Now().Add(10 * time.Second)
-			for !readToolsAPI(t, admins[0]).declares(r.name, "fresh") {
+			// Listed and up again: a listing may come before the health
+			// check that brings the restarted replica back, and until then
+			// no replica that can take the call declares the tool.
+			for !readToolsAPI(t, admins[0]).declares(r.name, "fresh") || !replicaUp(t, admins[0], r.name) {
 				if time.Now().After(deadline) {
-					t.Fatal("the gateway did not list the upgraded replica's new tool within 10 s")
+					t.Fatal("the gateway did not list the upgraded replica's new tool, up, within 10 s")
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -316,9 +345,9 @@ func TestToolLockQuarantinesAChangedReplica(t *testing.T) {
 
 	reps[2].restart(t)
 	deadline = time.Now().Add(10 * time.Second)
-	for quarantined("c") {
+	for quarantined("c") || !replicaUp(t, admins[0], "c") {
 		if time.Now().After(deadline) {
-			t.Fatal("c, restarted clean, still quarantined after 10 s")
+			t.Fatal("c, restarted clean, still quarantined or down after 10 s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
