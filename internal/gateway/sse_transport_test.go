@@ -367,6 +367,13 @@ func TestSSEDrainingReplicaKeepsItsSessions(t *testing.T) {
 	defer cancel()
 	go checker.Run(ctx)
 	rep := gws[0].fleet.Snapshot().Lookup(owner.name)
+	// The checker's first check decides a replica's state (it has passed
+	// none yet): report draining once it is done, not before it lands.
+	for deadline := time.Now().Add(5 * time.Second); rep.LastCheck() == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s: no check within 5 s", owner.name)
+		}
+	}
 	for deadline := time.Now().Add(5 * time.Second); rep.State() != upstream.StateDraining; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("replica %s is %v, want draining", owner.name, rep.State())
