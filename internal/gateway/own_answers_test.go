@@ -150,7 +150,9 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 		"body that is not JSON":                                                                                  do("POST", base+"/mcp", `{"jsonrpc":`, nil),
 		"JSON that is not a JSON-RPC message":                                                                    do("POST", base+"/mcp", `{"hello":"world"}`, nil),
 		"more than one `Mcp-Session-Id` header": func() *http.Response {
-			return ownRequest(t, "POST", base+"/mcp", call, map[string]string{"Mcp-Session-Id": "a", "Mcp-Session-Id ": "b"})
+			// Two keys of one map would be set in a random order, and a Set
+			// after the Add would leave one header: both go in as Adds.
+			return ownRequest(t, "POST", base+"/mcp", call, map[string]string{"Mcp-Session-Id  ": "a", "Mcp-Session-Id ": "b"})
 		},
 		"`Mcp-Method` or `Mcp-Name` disagrees with the body (SEP-2243)":                                                                 stateless(base+"/mcp", "tools/call", map[string]string{"Mcp-Name": "echo"}),
 		"JSON-RPC batch where the protocol version forbids it, with `initialize` in it, or over `max_batch`":                            do("POST", base+"/mcp", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, modern),
