@@ -185,26 +185,3 @@ func sseURLOf(sp Spec, u *url.URL) (*url.URL, error) {
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: DefaultSSEPath}, nil
 }
-
-// ParseURL checks that raw is an absolute http(s) URL with a host and no
-// credentials, query or fragment, and returns it parsed.
-func ParseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("parsing url: %w", err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("url %q: scheme must be http or https", raw)
-	case u.Host == "":
-		return nil, fmt.Errorf("url %q: no host", raw)
-	case u.User != nil:
-		return nil, fmt.Errorf("url: credentials in a url are not allowed")
-	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("url %q: no query or fragment allowed", raw)
-	}
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	return u, nil
-}
