@@ -42,8 +42,17 @@ type Replica struct {
 	// inside when no checker runs).
 	policy *atomic.Pointer[policy]
 	// noHealthPath is set once the replica answered its health path 404:
-	// it has none, and checks go by connection instead.
+	// it has none, and checks go to its MCP endpoint (or by connection in
+	// mode http) instead.
 	noHealthPath atomic.Bool
+	// mcpProven is set while the replica's MCP endpoint stands proven
+	// (prove.go): from a check that proved it to the next check that
+	// failed. lastProbe is the health.Probe that proved it last.
+	mcpProven atomic.Bool
+	lastProbe atomic.Int32
+	// loggedReason is the reason of the last health line logged for the
+	// replica; guarded by mu.
+	loggedReason string
 	// proven is set once an active check of the replica passed; until
 	// then one check decides its state (checkOne).
 	proven atomic.Bool
