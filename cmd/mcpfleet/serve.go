@@ -19,6 +19,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 	"github.com/mcpfleet/mcpfleet/internal/logwriter"
 	"github.com/mcpfleet/mcpfleet/internal/store"
+	"github.com/mcpfleet/mcpfleet/internal/upstream"
 	"github.com/mcpfleet/mcpfleet/internal/version"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -95,6 +96,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(ups) > 0 {
 		cfg.Upstreams = nil
 		for _, u := range ups {
+			// Named by the flag, not by the key it fills.
+			if _, err := upstream.ParseURL(u); err != nil {
+				return usageError{fmt.Errorf("--upstream: %w", err)}
+			}
 			cfg.Upstreams = append(cfg.Upstreams, config.Upstream{URL: u})
 		}
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ type HealthCheck struct {
 	Rise     int      `yaml:"rise"` // consecutive successes that bring it back
 	Path     string   `yaml:"path"`
 	Host     string   `yaml:"host"` // Host header; "" means each replica URL's host
-	Mode     string   `yaml:"mode"` // http (path; 404 means check by connection) or mcp
+	Mode     string   `yaml:"mode"` // auto (path, and the MCP endpoint proven), http (path; 404 means check by connection) or mcp
 }
 
 // Upstream is one replica.
@@ -89,7 +90,7 @@ func (c *Config) validateHealthCheck(bad func(string, string, ...any)) {
 	if !strings.HasPrefix(h.Path, "/") {
 		bad("health_check.path", "must start with /, got %q", h.Path)
 	}
-	if h.Mode != upstream.CheckHTTP && h.Mode != upstream.CheckMCP {
-		bad("health_check.mode", "must be %s or %s, got %q", upstream.CheckHTTP, upstream.CheckMCP, h.Mode)
+	if !slices.Contains(upstream.CheckModes, h.Mode) {
+		bad("health_check.mode", "must be one of %s, got %q", strings.Join(upstream.CheckModes, ", "), h.Mode)
 	}
 }

@@ -1,10 +1,8 @@
 package upstream
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,13 +31,22 @@ const (
 
 // The check modes (CheckOptions.Mode).
 const (
+	// CheckAuto, the default, asks the health path, and proves the MCP
+	// endpoint too (prove.go): when the path answers 200, until the
+	// endpoint stands proven (at start, and after any failed check); at
+	// every check when the replica has no health path (noHealthStatus). A
+	// URL that serves no MCP is down.
+	CheckAuto = "auto"
 	// CheckHTTP asks the health path; a 404 there switches the replica to
-	// connection checks.
+	// connection checks. It never looks at the MCP endpoint.
 	CheckHTTP = "http"
 	// CheckMCP asks the MCP endpoint: a 2026-07-28 server/discover, which
 	// opens no session.
 	CheckMCP = "mcp"
 )
+
+// CheckModes are the check modes, the default first.
+var CheckModes = []string{CheckAuto, CheckHTTP, CheckMCP}
 
 // maxCheckBody bounds how much of a check's answer is read.
 const maxCheckBody = 4 << 10
@@ -62,10 +70,11 @@ type CheckOptions struct {
 	// Path is requested on each replica's scheme and host; "" means
 	// "/health". It must start with "/".
 	Path string
-	// Mode is how a replica is checked: CheckHTTP ("" too) asks Path, and
-	// a replica that answers it 404 has no health endpoint and is checked
-	// by connection from then on; CheckMCP asks the replica's MCP endpoint
-	// itself with a request that opens no session.
+	// Mode is how a replica is checked: CheckAuto ("" too) asks Path and
+	// proves the MCP endpoint where Path does not say enough; CheckHTTP
+	// asks Path, and a replica that answers it 404 has no health endpoint
+	// and is checked by connection from then on; CheckMCP asks the
+	// replica's MCP endpoint itself with a request that opens no session.
 	Mode string
 	// Host is the Host header sent; "" means each replica URL's host. Seed
 	// 001: a replica bound to one host may refuse a check naming no host.
@@ -95,8 +104,8 @@ func (o *CheckOptions) Validate() error {
 		return fmt.Errorf("health check path %q: must start with /", o.Path)
 	case strings.ContainsAny(o.Path, "?#"):
 		return fmt.Errorf("health check path %q: no query or fragment allowed", o.Path)
-	case o.Mode != "" && o.Mode != CheckHTTP && o.Mode != CheckMCP:
-		return fmt.Errorf("health check mode %q: want %s or %s", o.Mode, CheckHTTP, CheckMCP)
+	case o.Mode != "" && !slices.Contains(CheckModes, o.Mode):
+		return fmt.Errorf("health check mode %q: want one of %s", o.Mode, strings.Join(CheckModes, ", "))
 	}
 	return nil
 }
@@ -130,7 +139,7 @@ func NewChecker(f *Fleet, opts *CheckOptions) (*Checker, error) {
 		interval: cmp.Or(o.Interval, DefaultCheckInterval),
 		timeout:  cmp.Or(o.Timeout, DefaultCheckTimeout),
 		path:     cmp.Or(o.Path, DefaultCheckPath),
-		mode:     cmp.Or(o.Mode, CheckHTTP),
+		mode:     cmp.Or(o.Mode, CheckAuto),
 		host:     o.Host,
 		client:   o.Client,
 		policy: &policy{
@@ -203,6 +212,9 @@ func (c *Checker) checkOne(ctx context.Context, r *Replica) {
 		r.observeWith(res, reason, c.policy, 1, 1)
 		r.proven.Store(res == ResultOK)
 	}
+	if res != ResultOK {
+		r.mcpProven.Store(false) // proven again once it passes
+	}
 	check := Check{At: time.Now(), Result: res, Reason: reason}
 	r.stats.lastCheck.Store(&check)
 	r.stats.checks.add(check)
@@ -210,9 +222,10 @@ func (c *Checker) checkOne(ctx context.Context, r *Replica) {
 
 // probe sends one check: 200 is ok, 503 with a JSON "status":"draining" is
 // draining, anything else a failure. Most MCP servers have no health
-// endpoint: one that answers the path 404 is checked by connection from
-// then on (said once in the log), and passive ejection still takes it out
-// when requests cannot reach it. The reason never holds header values.
+// endpoint: one that answers the path 404 has none (said once in the log),
+// and is checked on its MCP endpoint from then on, or by connection in
+// mode http. In mode auto a 200 is ok once the MCP endpoint stands proven
+// too. The reason never holds header values.
 func (c *Checker) probe(ctx context.Context, r *Replica) (Result, string) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -220,7 +233,7 @@ func (c *Checker) probe(ctx context.Context, r *Replica) (Result, string) {
 	case c.mode == CheckMCP:
 		return c.probeMCP(ctx, r)
 	case r.noHealthPath.Load():
-		return c.probeConn(ctx, r)
+		return c.probeNoHealth(ctx, r)
 	}
 	target := url.URL{Scheme: r.url.Scheme, Host: r.url.Host, Path: c.path}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
@@ -240,16 +253,44 @@ func (c *Checker) probe(ctx context.Context, r *Replica) (Result, string) {
 	case err != nil:
 		return ResultFail, "reading answer: " + failReason(err, c.timeout)
 	case resp.StatusCode == http.StatusOK:
-		return ResultOK, "status 200"
-	case resp.StatusCode == http.StatusServiceUnavailable && saysDraining(body):
-		return ResultDraining, "status 503 draining"
-	case resp.StatusCode == http.StatusNotFound:
-		if !r.noHealthPath.Swap(true) {
-			c.policy.log.Info("replica has no health endpoint: checking it by connection", "replica", r.name, "path", c.path)
+		if c.mode == CheckAuto && !r.mcpProven.Load() {
+			return c.proveMCP(ctx, r)
 		}
-		return c.probeConn(ctx, r)
+		return ResultOK, "status 200"
+	case resp.StatusCode == http.StatusServiceUnavailable && health.SaysDraining(body):
+		return ResultDraining, "status 503 draining"
+	case resp.StatusCode == http.StatusNotFound || c.mode == CheckAuto && noHealthStatus(resp.StatusCode):
+		if !r.noHealthPath.Swap(true) {
+			how := "its MCP endpoint"
+			if c.mode == CheckHTTP {
+				how = "connection"
+			}
+			c.policy.log.Info("replica has no health endpoint: checking it by "+how, "replica", r.name, "path", c.path)
+		}
+		return c.probeNoHealth(ctx, r)
 	}
 	return ResultFail, fmt.Sprintf("status %d", resp.StatusCode)
+}
+
+// noHealthStatus reports a status that, in mode auto, says the health path
+// is no health endpoint to read: not there (404), no GET there (405), or
+// behind the authorization that guards the whole replica (401, 403), whose
+// MCP endpoint then proves itself with its challenge.
+func noHealthStatus(status int) bool {
+	switch status {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusUnauthorized, http.StatusForbidden:
+		return true
+	}
+	return false
+}
+
+// probeNoHealth checks a replica without a health endpoint: its MCP
+// endpoint in mode auto, a connection in mode http.
+func (c *Checker) probeNoHealth(ctx context.Context, r *Replica) (Result, string) {
+	if c.mode == CheckAuto {
+		return c.proveMCP(ctx, r)
+	}
+	return c.probeConn(ctx, r)
 }
 
 // probeConn checks that the replica accepts a connection.
@@ -268,63 +309,6 @@ func (c *Checker) probeConn(ctx context.Context, r *Replica) (Result, string) {
 	}
 	conn.Close()
 	return ResultOK, "connected"
-}
-
-// mcpProbe is the MCP-level check: server/discover (2026-07-28) opens no
-// session and answers what the server is.
-const mcpProbe = `{"jsonrpc":"2.0","id":"mcpfleet-health","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-
-// probeMCP asks the MCP endpoint itself. A JSON-RPC answer of any kind
-// proves the replica serves MCP (a server of older revisions only refuses
-// the version, alive); 503 draining is draining; anything else fails.
-func (c *Checker) probeMCP(ctx context.Context, r *Replica) (Result, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url.String(), strings.NewReader(mcpProbe))
-	if err != nil {
-		return ResultFail, fmt.Sprintf("building check: %v", err)
-	}
-	req.Host = cmp.Or(c.host, r.url.Host)
-	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover", "User-Agent": "mcpfleet-health-check"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return ResultFail, failReason(err, c.timeout)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
-	switch {
-	case err != nil:
-		return ResultFail, "reading answer: " + failReason(err, c.timeout)
-	case resp.StatusCode == http.StatusServiceUnavailable && saysDraining(body):
-		return ResultDraining, "status 503 draining"
-	case resp.StatusCode < 500 && speaksJSONRPC(body):
-		return ResultOK, fmt.Sprintf("MCP answer, status %d", resp.StatusCode)
-	}
-	return ResultFail, fmt.Sprintf("status %d", resp.StatusCode)
-}
-
-// speaksJSONRPC reports a JSON-RPC 2.0 message in a body, JSON or the
-// first event of an SSE stream.
-func speaksJSONRPC(body []byte) bool {
-	if i := bytes.Index(body, []byte("data:")); i >= 0 && !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
-		body = body[i+5:]
-		if j := bytes.IndexByte(body, '\n'); j >= 0 {
-			body = body[:j]
-		}
-	}
-	var v struct {
-		JSONRPC string `json:"jsonrpc"`
-	}
-	return json.Unmarshal(bytes.TrimSpace(body), &v) == nil && v.JSONRPC == "2.0"
-}
-
-// saysDraining reports a JSON body whose "status" is "draining".
-func saysDraining(body []byte) bool {
-	var v struct {
-		Status string `json:"status"`
-	}
-	return json.Unmarshal(body, &v) == nil && v.Status == "draining"
 }
 
 func failReason(err error, timeout time.Duration) string {

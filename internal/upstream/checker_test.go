@@ -29,6 +29,8 @@ const (
 	modeHang        // never answers
 )
 
+// backend is a replica whose health path (every GET) and MCP endpoint (every
+// POST) answer as its mode says.
 type backend struct {
 	*httptest.Server
 	mode         atomic.Int32
@@ -53,6 +55,11 @@ func (b *backend) serve(w http.ResponseWriter, r *http.Request) {
 	b.mu.Unlock()
 	switch mode(b.mode.Load()) {
 	case modeOK:
+		if r.Method == http.MethodPost { // its MCP endpoint: a JSON-RPC answer
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"mcpfleet-health","result":{}}`)
+			return
+		}
 		fmt.Fprint(w, `{"status":"ok"}`)
 	case modeDraining:
 		w.Header().Set("Cache-Control", "no-store")
@@ -208,10 +215,11 @@ func TestCheckRequestsHealthPathWithHost(t *testing.T) {
 			}
 			b.mu.Lock()
 			defer b.mu.Unlock()
-			if diff := cmp.Diff([]string{want}, b.hosts); diff != "" {
+			// The first check proves the MCP endpoint too.
+			if diff := cmp.Diff([]string{want, want}, b.hosts); diff != "" {
 				t.Errorf("Host (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{"/health"}, b.paths); diff != "" {
+			if diff := cmp.Diff([]string{"/health", "/deep/mcp"}, b.paths); diff != "" {
 				t.Errorf("path (-want +got):\n%s", diff)
 			}
 		})

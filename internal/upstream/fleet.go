@@ -42,8 +42,17 @@ type Replica struct {
 	// inside when no checker runs).
 	policy *atomic.Pointer[policy]
 	// noHealthPath is set once the replica answered its health path 404:
-	// it has none, and checks go by connection instead.
+	// it has none, and checks go to its MCP endpoint (or by connection in
+	// mode http) instead.
 	noHealthPath atomic.Bool
+	// mcpProven is set while the replica's MCP endpoint stands proven
+	// (prove.go): from a check that proved it to the next check that
+	// failed. lastProbe is the health.Probe that proved it last.
+	mcpProven atomic.Bool
+	lastProbe atomic.Int32
+	// loggedReason is the reason of the last health line logged for the
+	// replica; guarded by mu.
+	loggedReason string
 	// proven is set once an active check of the replica passed; until
 	// then one check decides its state (checkOne).
 	proven atomic.Bool
@@ -184,27 +193,4 @@ func sseURLOf(sp Spec, u *url.URL) (*url.URL, error) {
 		return ParseURL(sp.SSEURL)
 	}
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: DefaultSSEPath}, nil
-}
-
-// ParseURL checks that raw is an absolute http(s) URL with a host and no
-// credentials, query or fragment, and returns it parsed.
-func ParseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("parsing url: %w", err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("url %q: scheme must be http or https", raw)
-	case u.Host == "":
-		return nil, fmt.Errorf("url %q: no host", raw)
-	case u.User != nil:
-		return nil, fmt.Errorf("url: credentials in a url are not allowed")
-	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("url %q: no query or fragment allowed", raw)
-	}
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	return u, nil
 }

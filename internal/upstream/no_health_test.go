@@ -28,14 +28,14 @@ func mcpOnly(t *testing.T, status int) *httptest.Server {
 	return s
 }
 
-// TestNoHealthEndpointStaysEligible: a replica that answers the health
-// path 404 is checked by connection instead (said once in the log) and
-// stays up; once it stops, it goes down.
+// TestNoHealthEndpointStaysEligible: in mode http a replica that answers
+// the health path 404 is checked by connection instead (said once in the
+// log) and stays up; once it stops, it goes down.
 func TestNoHealthEndpointStaysEligible(t *testing.T) {
 	s := mcpOnly(t, http.StatusBadRequest)
 	f := newFleet(t, Spec{Name: "r", URL: s.URL + "/mcp"})
 	var logs strings.Builder
-	c := newChecker(t, f, CheckOptions{Fall: 1, Rise: 1, Timeout: time.Second,
+	c := newChecker(t, f, CheckOptions{Mode: CheckHTTP, Fall: 1, Rise: 1, Timeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 3 {
 		c.Check(t.Context())

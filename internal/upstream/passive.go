@@ -89,8 +89,17 @@ func (r *Replica) observeWith(res Result, reason string, p *policy, fall, rise i
 	r.state.Store(int32(to))
 	r.suspect.Store(to == StateUp && r.status.Failures > 0)
 	if from == to {
+		// A down replica's reason is logged again only when it moves to
+		// or from "no MCP endpoint" (the URL is wrong, or was fixed), not
+		// at every check.
+		if to == StateDown && reason != r.loggedReason &&
+			(health.IsNoEndpoint(reason) || health.IsNoEndpoint(r.loggedReason)) {
+			r.loggedReason = reason
+			p.log.Info("replica still down", "replica", r.name, "reason", reason)
+		}
 		return
 	}
+	r.loggedReason = reason
 	p.log.Info("replica health changed", "replica", r.name,
 		"from", from.String(), "to", to.String(), "reason", reason)
 	if p.onChange != nil {

@@ -52,7 +52,8 @@ func TestRecentChecksAndConnectFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewChecker(f, &CheckOptions{Interval: time.Hour, Timeout: time.Second})
+	// Mode http: the replica has a health endpoint and nothing else.
+	c, err := NewChecker(f, &CheckOptions{Interval: time.Hour, Timeout: time.Second, Mode: CheckHTTP})
 	if err != nil {
 		t.Fatal(err)
 	}
