@@ -9,10 +9,11 @@
 // counting spans' bytes only: a benchmark of a traced gateway measures the
 // gateway, not a tracing backend.
 //
-// With --tools it also answers tools/list (under the request's id) with one
-// tool, echo, declared read-only (readOnlyHint), so that a gateway in front
-// may cache its calls (cache.tools); without it, tools/list gets the fixed
-// result as any other POST, as before.
+// With --tools it also answers tools/list with one tool, echo, declared
+// read-only (readOnlyHint), so that a gateway in front may cache its calls
+// (cache.tools), and answers every request under its own id (a gateway
+// keeps only an answer to its request); without it, every POST gets the
+// fixed result with id 1, as before.
 package main
 
 import (
@@ -75,6 +76,12 @@ func main() {
 			w.Write(toolsAnswer(body))
 			return
 		}
+		if *withTools {
+			// The answer under the request's id: a gateway keeps (in its
+			// cache, an idempotency record) only an answer to its request.
+			w.Write(bytes.Replace(answer, []byte(`"id":1`), []byte(`"id":`+string(requestID(body))), 1))
+			return
+		}
 		if bytes.Contains(body, []byte(`"notifications/`)) {
 			w.WriteHeader(http.StatusAccepted)
 			return
@@ -88,11 +95,16 @@ func main() {
 // toolsAnswer is a tools/list result naming one read-only tool, echo, under
 // the id of the request body holds.
 func toolsAnswer(body []byte) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}}`, requestID(body))
+}
+
+// requestID is the JSON-RPC id of the request body holds, 1 if none.
+func requestID(body []byte) json.RawMessage {
 	var req struct {
 		ID json.RawMessage `json:"id"`
 	}
 	if json.Unmarshal(body, &req) != nil || len(req.ID) == 0 {
-		req.ID = json.RawMessage("1")
+		return json.RawMessage("1")
 	}
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}}`, req.ID)
+	return req.ID
 }
