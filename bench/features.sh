@@ -50,6 +50,14 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
 own_scratch features
 
+# port_of VAR: sets VAR to a free loopback port. free_port remembers the
+# ports it gave in the shell that runs it: called as $(free_port), in a
+# subshell, it forgets them, and with two dozen ports two could coincide.
+port_of() {
+	free_port >"$WORK/port"
+	printf -v "$1" '%s' "$(<"$WORK/port")"
+}
+
 in_list() {
 	local x=$1 y
 	shift
@@ -139,15 +147,15 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -su
 
 B=()
 for i in 1 2 3; do
-	p=$(free_port)
+	port_of p
 	B+=("$p")
 	"$WORK/canned" --tools --listen "127.0.0.1:$p" >/dev/null 2>&1 &
 	PIDS+=($!)
 done
-SINK_PORT=$(free_port)
+port_of SINK_PORT
 "$WORK/canned" --otlp-sink --listen "127.0.0.1:$SINK_PORT" >/dev/null 2>&1 &
 PIDS+=($!)
-REDIS_PORT=$(free_port)
+port_of REDIS_PORT
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 REDIS_PID=$!
 PIDS+=($!)
@@ -287,8 +295,8 @@ for proto in $PROTOCOLS; do
 	GWPIDS=()
 	for n in "${RUN[@]}"; do
 		[[ $proto == h2 ]] && in_list "$n" "${H1_ONLY[@]}" && continue
-		PORT[$n]=$(free_port)
-		ADMIN[$n]=$(free_port)
+		port_of "PORT[$n]"
+		port_of "ADMIN[$n]"
 		"$WORK/mcpfleet" serve --config "$(write_config "$n" "$proto" "${PORT[$n]}" "${ADMIN[$n]}")" >"$WORK/$n-$proto.log" 2>&1 &
 		PID[$n]=$!
 		PIDS+=($!)
