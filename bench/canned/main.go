@@ -8,10 +8,17 @@
 // export (POST /v1/traces, /v1/metrics) and answers an empty success,
 // counting spans' bytes only: a benchmark of a traced gateway measures the
 // gateway, not a tracing backend.
+//
+// With --tools it also answers tools/list with one tool, echo, declared
+// read-only (readOnlyHint), so that a gateway in front may cache its calls
+// (cache.tools), and answers every request under its own id (a gateway
+// keeps only an answer to its request); without it, every POST gets the
+// fixed result with id 1, as before.
 package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -30,6 +37,7 @@ var (
 func main() {
 	listen := flag.String("listen", "127.0.0.1:9101", "listener `address`")
 	sink := flag.Bool("otlp-sink", false, "be an OTLP/HTTP receiver that discards what it is sent")
+	withTools := flag.Bool("tools", false, "answer tools/list with one read-only tool, echo")
 	flag.Parse()
 	if *sink {
 		var exports, bytesIn atomic.Int64
@@ -64,6 +72,16 @@ func main() {
 			w.Write(initAnswer)
 			return
 		}
+		if *withTools && bytes.Contains(body, []byte(`"tools/list"`)) {
+			w.Write(toolsAnswer(body))
+			return
+		}
+		if *withTools {
+			// The answer under the request's id: a gateway keeps (in its
+			// cache, an idempotency record) only an answer to its request.
+			w.Write(bytes.Replace(answer, []byte(`"id":1`), []byte(`"id":`+string(requestID(body))), 1))
+			return
+		}
 		if bytes.Contains(body, []byte(`"notifications/`)) {
 			w.WriteHeader(http.StatusAccepted)
 			return
@@ -72,4 +90,21 @@ func main() {
 	})
 	fmt.Println("canned listening on", *listen)
 	log.Fatal(http.ListenAndServe(*listen, h))
+}
+
+// toolsAnswer is a tools/list result naming one read-only tool, echo, under
+// the id of the request body holds.
+func toolsAnswer(body []byte) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}}`, requestID(body))
+}
+
+// requestID is the JSON-RPC id of the request body holds, 1 if none.
+func requestID(body []byte) json.RawMessage {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &req) != nil || len(req.ID) == 0 {
+		return json.RawMessage("1")
+	}
+	return req.ID
 }

@@ -134,6 +134,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Name: "mcpfleet_log_lines_dropped_total",
 		Help: "Log lines dropped because the log's buffer was full or its write failed.",
 	}, func() float64 { return float64(lw.Dropped()) }))
+	gw.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mcpfleet_redis_round_trips_total",
+		Help: "Round trips to the Redis or Valkey server of the stores, counted by the client: a command or a pipeline is one.",
+	}, func() float64 { return float64(store.RoundTrips()) }))
 	fmt.Fprintf(stdout, "mcpfleet: serving MCP at %s\n", mcpURL(cfg, gw.addr))
 	<-ctx.Done()
 	return gw.drainAndShutdown(time.Duration(cfg.DrainDelay), time.Duration(cfg.Grace))

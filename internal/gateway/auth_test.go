@@ -27,7 +27,7 @@ type issuer struct {
 	jwks []byte
 }
 
-func newIssuer(t *testing.T, kid string) *issuer {
+func newIssuer(t testing.TB, kid string) *issuer {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -37,7 +37,7 @@ func newIssuer(t *testing.T, kid string) *issuer {
 	return &issuer{key: k, kid: kid, jwks: b}
 }
 
-func (i *issuer) token(t *testing.T, c josejwt.Claims) string {
+func (i *issuer) token(t testing.TB, c josejwt.Claims) string {
 	t.Helper()
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: i.key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", i.kid))
 	if err != nil {

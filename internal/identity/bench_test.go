@@ -1,6 +1,11 @@
 package identity
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4/jwt"
+)
 
 // BenchmarkResolveAndKey measures the per-request cost: resolving the
 // caller's identity and turning it into a routing key.
@@ -41,5 +46,34 @@ func BenchmarkClientAddr(b *testing.B) {
 		if _, ok := p.ClientAddr("10.0.0.1:51234", xff); !ok {
 			b.Fatal("no address")
 		}
+	}
+}
+
+// BenchmarkVerify measures what auth.jwks_file costs each request: a
+// bearer JWT's signature and claims checked against a key set, one key of
+// each accepted algorithm. The signature is most of it (ES256 is the
+// algorithm bench/features.sh mints).
+func BenchmarkVerify(b *testing.B) {
+	keys := newTestKeys(b)
+	v, err := NewVerifier(VerifyOptions{Issuers: []string{"https://idp.example"}, Audiences: []string{"https://mcp.example/mcp"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := v.SetKeys(jwksOf(b, keys)); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	claims := jwt.Claims{Issuer: "https://idp.example", Subject: "user-42", Audience: jwt.Audience{"https://mcp.example/mcp"},
+		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
+	for _, k := range keys {
+		auth := "Bearer " + sign(b, k, claims)
+		b.Run(string(k.alg), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(auth, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -77,6 +77,7 @@ func NewClient(mode, rawURL, master string) (redis.UniversalClient, error) {
 		opts.DialerRetryTimeout = 20 * time.Millisecond
 		c := redis.NewClient(opts)
 		c.AddHook(traceHook{})
+		c.AddHook(countHook{})
 		return c, nil
 	case ModeCluster:
 		if u, err := url.Parse(rawURL); err == nil && u.Path != "" && u.Path != "/" && u.Path != "/0" {
@@ -106,6 +107,7 @@ func NewClient(mode, rawURL, master string) (redis.UniversalClient, error) {
 		cc := redis.NewClusterClient(opts)
 		cc.AddHook(reloadOnFailure{cc})
 		cc.AddHook(traceHook{})
+		cc.AddHook(countHook{})
 		return cc, nil
 	case ModeSentinel:
 		if master == "" {
@@ -121,6 +123,7 @@ func NewClient(mode, rawURL, master string) (redis.UniversalClient, error) {
 		opts.DialerRetryTimeout = 20 * time.Millisecond
 		fc := redis.NewFailoverClient(opts)
 		fc.AddHook(traceHook{})
+		fc.AddHook(countHook{})
 		return fc, nil
 	}
 	return nil, fmt.Errorf("redis mode %q: want single, cluster or sentinel", mode)
