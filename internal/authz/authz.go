@@ -7,7 +7,6 @@ package authz
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -47,28 +46,28 @@ const CostLimit = 100_000
 
 // Caller is the verified caller as rules see it: `caller`.
 type Caller struct {
-	Subject string   `cel:"subject"`
-	Issuer  string   `cel:"issuer"`
-	Scopes  []string `cel:"scopes"`
+	Subject string
+	Issuer  string
+	Scopes  []string
 }
 
 // MCP is the MCP operation as rules see it: `mcp`. Tool, Prompt and
 // Resource are "" unless the method names one.
 type MCP struct {
-	Method   string `cel:"method"`
-	Tool     string `cel:"tool"`
-	Prompt   string `cel:"prompt"`
-	Resource string `cel:"resource"`
-	Service  string `cel:"service"`
-	Era      string `cel:"era"`
+	Method   string
+	Tool     string
+	Prompt   string
+	Resource string
+	Service  string
+	Era      string
 }
 
 // Request is the HTTP request as rules see it: `request`. Address is the
 // client address as the trusted proxies name it.
 type Request struct {
-	Host    string `cel:"host"`
-	Path    string `cel:"path"`
-	Address string `cel:"address"`
+	Host    string
+	Path    string
+	Address string
 }
 
 // Input is what one decision reads.
@@ -106,7 +105,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return nil, false
 	}
 	if a.vals[i] == nil {
-		a.vals[i] = a.adapter.NativeToValue(a.in.value(i))
+		a.vals[i] = a.in.value(i, a.adapter)
 	}
 	return a.vals[i], true
 }
@@ -116,20 +115,21 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 var _ interpreter.Activation = (*activation)(nil)
 
-// value is the input's i-th variable, in ResolveName's order.
-func (in *Input) value(i int) any {
+// value is the input's i-th variable, in ResolveName's order, as a CEL
+// value.
+func (in *Input) value(i int, a types.Adapter) ref.Val {
 	switch i {
 	case 0:
 		if in.JWT == nil {
-			return emptyClaims
+			return a.NativeToValue(emptyClaims)
 		}
-		return in.JWT
+		return a.NativeToValue(in.JWT)
 	case 1:
-		return &in.Caller
+		return in.Caller.object(a)
 	case 2:
-		return &in.MCP
+		return in.MCP.object()
 	}
-	return &in.Request
+	return in.Request.object()
 }
 
 var emptyClaims = map[string]any{}
@@ -137,8 +137,12 @@ var emptyClaims = map[string]any{}
 // newEnv declares the rules' environment: jwt a map, the others object
 // types, so that a misspelt field (caller.subjet) fails to compile.
 func newEnv() (*cel.Env, error) {
+	p, err := newProvider()
+	if err != nil {
+		return nil, err
+	}
 	return cel.NewEnv(
-		ext.NativeTypes(reflect.TypeFor[Caller](), reflect.TypeFor[MCP](), reflect.TypeFor[Request](), ext.ParseStructTags(true)),
+		cel.CustomTypeProvider(p),
 		cel.Variable("jwt", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("caller", cel.ObjectType("authz.Caller")),
 		cel.Variable("mcp", cel.ObjectType("authz.MCP")),
