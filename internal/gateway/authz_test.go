@@ -257,6 +257,9 @@ func TestCallsDenied(t *testing.T) {
 		testutil.ToFloat64(m.WithLabelValues("allow", "restart-others")); d != 1 || a != 1 || z != 0 {
 		t.Errorf("decisions: deny mutate-needs-write %v, allow default %v, allow restart-others %v; want 1, 1 and a zero series", d, a, z)
 	}
+	if v := f.gws[0].Fleet(time.Now()).Gateway.Authz; v == nil || v.Denied["mutate-needs-write"] != 1 || v.Allowed["restart-oncall"] != 1 || v.Denied["restart-others"] != 1 {
+		t.Errorf("the fleet view's decisions: %+v", v)
+	}
 }
 
 // TestCachedListsFilteredPerCaller: the cache keeps what the replicas
