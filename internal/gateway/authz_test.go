@@ -289,3 +289,33 @@ func TestCachedListsFilteredPerCaller(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthzInTheTrace: the server span says which rule decided and how,
+// and a denied call has no attempt at a replica.
+func TestAuthzInTheTrace(t *testing.T) {
+	p, err := authz.Compile([]authz.Rule{{Name: "no-mutate", Match: `mcp.tool == "mutate"`, Effect: authz.Deny}}, authz.Allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startTraced(t, 1, false, &Options{Authz: p})
+	r := newRaw(t, f.front.URL+"/mcp", "2026-07-28")
+	f.call(t, r, 1, "mutate", map[string]any{"traceparent": clientParent}, nil)
+	f.call(t, r, 2, "whoami", map[string]any{"traceparent": clientParent}, nil)
+	trees := spansOf(t, f.spans, clientTrace)
+	if len(trees) != 2 {
+		t.Fatalf("%d server spans, want 2", len(trees))
+	}
+	for _, tr := range trees {
+		rule, decision := attr(tr.server, "mcpfleet.authz.rule"), attr(tr.server, "mcpfleet.authz.decision")
+		switch attr(tr.server, "jsonrpc.request.id") {
+		case "1":
+			if rule != "no-mutate" || decision != "deny" || len(tr.clients) != 0 {
+				t.Errorf("mutate: rule %q decision %q, %d attempts", rule, decision, len(tr.clients))
+			}
+		default:
+			if rule != "default" || decision != "allow" || len(tr.clients) != 1 {
+				t.Errorf("whoami: rule %q decision %q, %d attempts", rule, decision, len(tr.clients))
+			}
+		}
+	}
+}
