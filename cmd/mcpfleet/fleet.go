@@ -88,6 +88,10 @@ func (rg *runningGateway) reload(path string, grace time.Duration) {
 		err = fmt.Errorf("discovery cannot be turned on by a reload; restart instead")
 	}
 	if err == nil {
+		// A rule that does not compile leaves the running rules.
+		_, err = checkAuthz(&cfg, path)
+	}
+	if err == nil {
 		err = rg.svcs.reload(cfg, grace)
 	}
 	if err != nil {

@@ -36,6 +36,9 @@ func gatewayOptions(c *config.Config) (*gateway.Options, error) {
 		return nil, err
 	}
 	o.Tools = to
+	if o.Authz, err = authzPolicy(c); err != nil {
+		return nil, err
+	}
 	if len(c.TrustedProxies) > 0 {
 		p, err := identity.NewProxies(c.TrustedProxies, c.TrustedProxyHeader)
 		if err != nil {
@@ -216,7 +219,7 @@ func verifyOptions(c *config.Config) (identity.VerifyOptions, identity.KeySource
 		lifetime = -1 // auth.max_token_lifetime: 0 turns the bound off
 	}
 	return identity.VerifyOptions{Issuers: a.Issuers, Audiences: a.Audiences, AudiencesAny: a.AudiencesAny,
-			ClockSkew: time.Duration(a.ClockSkew), MaxLifetime: lifetime},
+			ClockSkew: time.Duration(a.ClockSkew), MaxLifetime: lifetime, KeepClaims: c.Authz.On()},
 		identity.KeySource{File: a.JWKSFile, URL: a.JWKSURL, Refresh: time.Duration(a.JWKSRefresh)}, true
 }
 

@@ -111,6 +111,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return usageError{err}
 	}
+	filePath := ""
+	if *path != "" && len(given) == 1 {
+		filePath = *path
+	}
+	if _, err := checkAuthz(&cfg, filePath); err != nil {
+		return usageError{err}
+	}
 	// The log (an access log line per request) is written by one
 	// goroutine in batches, never on a request's; closed last, so that
 	// every line logged until the end of shutdown is written before the

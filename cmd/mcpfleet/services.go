@@ -337,6 +337,9 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 			} else if s.router == nil || len(change.Added)+len(change.Removed) > 0 {
 				run.log.Info("reloaded upstreams", "added", change.Added, "removed", change.Removed)
 			}
+			if p, err := authzPolicy(&svc.Config); err == nil { // compiled already: only a bug of ours fails
+				run.gw.SetAuthz(p)
+			}
 			if err := run.gw.SetMaxInflight(maxInflight(&svc.Config)); err != nil {
 				run.log.Warn("reload: the upstreams' max_inflight is not applied", "error", err.Error())
 			}

@@ -26,7 +26,8 @@ func (f *fixture) Fleet(now time.Time) Fleet {
 	f.polls++
 	n := uint64(f.polls)
 	v := Fleet{At: now, Gateway: Gateway{Version: "v0.1.0 (3351c8200d6f)", Started: now.Add(-3 * time.Hour), Uptime: 3 * 3600, Stores: []Store{{Name: "limits", Kind: "redis", Healthy: true}},
-		Limits: Limits{Admitted: map[string]uint64{"none": 1200 + 40*n}, Refused: map[string]uint64{"rate": 3}}}}
+		Limits: Limits{Admitted: map[string]uint64{"none": 1200 + 40*n}, Refused: map[string]uint64{"rate": 3}},
+		Authz:  &Authz{Allowed: map[string]uint64{"default": 1100 + 40*n, "restart-oncall": 2}, Denied: map[string]uint64{"mutate-needs-write": 7}}}}
 	checks := func(res, reason string) []LastCheck {
 		var cs []LastCheck
 		for i := range 6 {

@@ -53,6 +53,7 @@ type Gateway struct {
 	Draining bool      `json:"draining"`
 	Stores   []Store   `json:"stores"`
 	Limits   Limits    `json:"limits"`
+	Authz    *Authz    `json:"authz,omitempty"`
 	Cache    Cache     `json:"cache"`
 	FailOpen FailOpen  `json:"fail_open"`
 }
@@ -76,6 +77,13 @@ type Limits struct {
 	Admitted map[string]uint64 `json:"admitted"`
 	// Refused is by reason: rate, concurrency, tool, store.
 	Refused map[string]uint64 `json:"refused"`
+}
+
+// Authz counts the authorization decisions since start, by the rule that
+// made them (default when none matched); nil when authorization is off.
+type Authz struct {
+	Allowed map[string]uint64 `json:"allowed"`
+	Denied  map[string]uint64 `json:"denied"`
 }
 
 // Cache counts the cacheable requests since start.

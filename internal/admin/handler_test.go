@@ -30,7 +30,8 @@ func (f *fakeSource) Fleet(now time.Time) Fleet {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v := Fleet{At: now, Gateway: Gateway{Version: "test", Started: now, Stores: []Store{{Name: "limits", Kind: "redis", Healthy: false, Error: "does not answer"}},
-		Limits: Limits{Admitted: map[string]uint64{"none": 3}, Refused: map[string]uint64{"rate": 1}}}}
+		Limits: Limits{Admitted: map[string]uint64{"none": 3}, Refused: map[string]uint64{"rate": 1}},
+		Authz:  &Authz{Allowed: map[string]uint64{"default": 3}, Denied: map[string]uint64{"mutate-needs-write": 1}}}}
 	for _, n := range []string{"a", "b"} {
 		r := Replica{Name: n, URL: "http://127.0.0.1:1/mcp", State: StateUp, Health: StateUp, Held: f.held[n]}
 		if r.Held {
@@ -113,6 +114,7 @@ func TestFleetValidatesAgainstItsSchema(t *testing.T) {
 		strings.Replace(string(b), `"held":false`, `"held":false,"extra":1`, 1),
 		strings.Replace(string(b), `"inflight":0`, `"inflight":-1`, 1),
 		strings.Replace(string(b), `"version":"test"`, `"version":""`, 1),
+		strings.Replace(string(b), `"mutate-needs-write":1`, `"mutate-needs-write":-1`, 1),
 	} {
 		if bad == string(b) {
 			t.Fatal("the replacement did not apply")

@@ -142,6 +142,8 @@ type Config struct {
 	Cache Cache `yaml:"cache"`
 	// Auth verifies bearer JWTs at the gateway.
 	Auth Auth `yaml:"auth"`
+	// Authz decides who may do what, after Auth (authz.go).
+	Authz Authz `yaml:"authz"`
 	// PassthroughPaths go to a replica as they are, besides the OAuth
 	// discovery documents, which always do.
 	PassthroughPaths []string `yaml:"passthrough_paths"`
@@ -228,6 +230,7 @@ func Default() Config {
 		RedisMode:   "single",
 		Limits: Limits{Store: "memory", Methods: []string{"tools/call"}, OnStoreError: "open",
 			LeaseTTL: Duration(30 * time.Second), MaxCallers: 100_000},
+		Authz: Authz{Default: "allow"},
 		Auth: Auth{JWKSRefresh: Duration(5 * time.Minute), ClockSkew: Duration(30 * time.Second),
 			MaxTokenLifetime: Duration(identity.DefaultMaxLifetime)},
 		Cache: Cache{Mode: "off", TTL: Duration(time.Minute), MaxTTL: Duration(time.Hour),

@@ -120,6 +120,7 @@ func (c *Config) Validate() error {
 	c.validateResume(bad)
 	c.validateCache(bad)
 	c.validateAuth(bad)
+	c.validateAuthz(bad)
 	c.validateBinding(bad)
 	for _, p := range c.PassthroughPaths {
 		if !strings.HasPrefix(p, "/") || p == "/" || p == c.Path || p == "/healthz" || p == "/readyz" || strings.ContainsAny(p, "?#") {

@@ -37,13 +37,18 @@ func newIssuer(t testing.TB, kid string) *issuer {
 	return &issuer{key: k, kid: kid, jwks: b}
 }
 
-func (i *issuer) token(t testing.TB, c josejwt.Claims) string {
+func (i *issuer) signer(t testing.TB) jose.Signer {
 	t.Helper()
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: i.key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", i.kid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := josejwt.Signed(s).Claims(c).Serialize()
+	return s
+}
+
+func (i *issuer) token(t testing.TB, c josejwt.Claims) string {
+	t.Helper()
+	tok, err := josejwt.Signed(i.signer(t)).Claims(c).Serialize()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func (g *Gateway) fromCache(w http.ResponseWriter, r *http.Request, q *request, 
 		// replicas' annotations from it too.
 		g.annotations.learn(msg)
 	}
-	g.answerCached(w, r, q, msg, rec)
+	g.answerCached(w, r, q, g.filterList(q, msg), rec)
 	return true
 }
 

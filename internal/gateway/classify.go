@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"github.com/mcpfleet/mcpfleet/internal/authz"
 	"io"
 	"net/http"
 
@@ -30,6 +31,12 @@ type request struct {
 	// caller is who the request's caller is to the sessions, endpoints
 	// and tasks it opens or uses (binding.go); the zero Opener for nobody.
 	caller session.Opener
+
+	// authz is what the rules read of the request, policy the rules that
+	// decided it; nil when authorization is off. Its answer's lists are
+	// filtered by them (authzlist.go).
+	authz  *authz.Input
+	policy *authz.Policy
 
 	// target is the request target at the replica; "" means its endpoint
 	// (a 2024-11-05 message: the endpoint its sealed token names).

@@ -127,7 +127,7 @@ func (g *Gateway) relayLate(sw *sse.Writer, r *http.Request, q *request, resp *h
 		// The replica's JSON answer (a result, or its own JSON-RPC error)
 		// becomes one event.
 		g.noteAnswer(q, body, rec)
-		_ = sw.WriteEvent(rec.tapped(jsonEvent(body)))
+		_ = sw.WriteEvent(rec.tapped(jsonEvent(g.filterList(q, body))))
 		rec.events++
 		return
 	}

@@ -106,6 +106,9 @@ func (g *Gateway) gatewayView(now time.Time) admin.Gateway {
 		}
 		v.Stores = append(v.Stores, st)
 	}
+	if g.authz.Load() != nil {
+		v.Authz = &admin.Authz{Allowed: map[string]uint64{}, Denied: map[string]uint64{}}
+	}
 	g.countersInto(&v)
 	return v
 }
@@ -139,6 +142,15 @@ func (g *Gateway) countersInto(v *admin.Gateway) {
 					v.Cache.Misses += n
 				default:
 					v.Cache.Bypass += n
+				}
+			case "mcpfleet_authz_decisions_total":
+				if v.Authz == nil {
+					break
+				}
+				if label(m, "decision") == "allow" {
+					v.Authz.Allowed[label(m, "rule")] += n
+				} else {
+					v.Authz.Denied[label(m, "rule")] += n
 				}
 			case "mcpfleet_cache_errors_total":
 				v.Cache.Errors += n

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/authz"
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/hostmatch"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
@@ -40,18 +41,19 @@ type Gateway struct {
 	fwd         forwarder
 	log         *slog.Logger
 	metrics     *Metrics
-	seq         atomic.Uint64 // round-robin counter
-	draining    atomic.Bool   // /readyz answers 503 once set
-	stores      *storeCheck   // what /readyz asks of the stores
-	warm        *warmup       // /readyz's wait for the first round of checks
-	noReplica   *mcpmsg.Error // the answer when no replica can take new work
-	cap         *capacity     // max_inflight; nil when no replica has one
-	tw          *toolWatch    // every replica's tools; nil when off
-	mem         *memoryBudget // nil without Options.MemoryLimit
-	tr          *tracing      // nil without Options.Tracer
-	ops         opCache       // the series of the MCP operation durations
-	started     time.Time     // for the fleet view's uptime
-	sseCalls    sseCalls      // the calls of the 2024-11-05 streams relayed here (lostrelay.go)
+	seq         atomic.Uint64                // round-robin counter
+	draining    atomic.Bool                  // /readyz answers 503 once set
+	stores      *storeCheck                  // what /readyz asks of the stores
+	warm        *warmup                      // /readyz's wait for the first round of checks
+	noReplica   *mcpmsg.Error                // the answer when no replica can take new work
+	cap         *capacity                    // max_inflight; nil when no replica has one
+	tw          *toolWatch                   // every replica's tools; nil when off
+	mem         *memoryBudget                // nil without Options.MemoryLimit
+	tr          *tracing                     // nil without Options.Tracer
+	ops         opCache                      // the series of the MCP operation durations
+	started     time.Time                    // for the fleet view's uptime
+	sseCalls    sseCalls                     // the calls of the 2024-11-05 streams relayed here (lostrelay.go)
+	authz       atomic.Pointer[authz.Policy] // the authorization rules; nil when off (authz.go)
 
 	// recent keeps the events of the legacy POST streams being relayed,
 	// and of those whose client went away when Options.Streams is nil.
@@ -147,6 +149,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		go g.tw.run(base)
 	}
 	g.metrics = newMetrics(g)
+	g.SetAuthz(o.Authz)
 	g.recent = streams.NewMemory(o.StreamLimits)
 	g.streamMetrics = newStreamMetrics(g)
 	return g, nil
@@ -272,6 +275,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.identify(r, q)
+	// Authorize: a denied request spends no limit and reaches no replica.
+	if !g.authorize(w, r, q, rec) {
+		return
+	}
 	// 2. Route: the session's replica, or a pick for new work; a
 	// subscriptions/listen goes to every replica.
 	route, rerr := g.route(r.Context(), q)

@@ -46,6 +46,7 @@ type Metrics struct {
 	capacityWait     prometheus.Histogram
 
 	auth               *prometheus.CounterVec
+	authz              *authzMetrics
 	bindingRefused     *prometheus.CounterVec
 	cache              *prometheus.CounterVec
 	cacheErrors        prometheus.Counter
@@ -193,6 +194,7 @@ func newMetrics(g *Gateway) *Metrics {
 		Help: "Bearer tokens checked at the gateway (auth on), by outcome: ok, missing, invalid.",
 	}, []string{"outcome"})
 	m.reg.MustRegister(m.auth)
+	m.authz = newAuthzMetrics(m.reg)
 	m.bindingRefused = newBindingMetrics(m.reg)
 	m.replicaLost = newLostMetric(m.reg)
 	m.reg.MustRegister(m.cache, m.cacheErrors, m.cacheInvalidations,

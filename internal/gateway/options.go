@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"github.com/mcpfleet/mcpfleet/internal/authz"
 	"io"
 	"time"
 
@@ -153,6 +154,9 @@ type Options struct {
 	// any replica sees it (401 otherwise); the verified iss and sub are the
 	// caller. nil means no verification: the replicas authenticate.
 	Auth *identity.Verifier
+	// Authz are the authorization rules (SetAuthz replaces them); nil
+	// means none: every request is allowed.
+	Authz *authz.Policy
 	// AuthResourceMetadata is the URL a 401's challenge names; "" means
 	// the well-known URL at the origin the client used.
 	AuthResourceMetadata string

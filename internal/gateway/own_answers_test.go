@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/authz"
 	"github.com/mcpfleet/mcpfleet/internal/limit"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
@@ -208,8 +209,16 @@ func addRefusals(t *testing.T, produce map[string]func() *http.Response) {
 	t.Cleanup(capLim.Close)
 	capped := startFleet(t, 1, &Options{Capacity: capLim, DefaultMaxInflight: 1})
 	full := startFleet(t, 1, &Options{MemoryLimit: 100, MemoryUsed: func() uint64 { return 1000 }})
+	rules, err := authz.Compile([]authz.Rule{{Name: "no-whoami", Match: `mcp.tool == "whoami"`, Effect: authz.Deny}}, authz.Allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	denying := startFleet(t, 1, &Options{Authz: rules})
 	call := func(url, tool string, args map[string]any) *http.Response {
 		return newRaw(t, url, "2026-07-28").post(context.Background(), 1, "tools/call", map[string]any{"name": tool, "arguments": args}, nil)
+	}
+	produce["an authorization rule (`authz.rules`, or `authz.default: deny`) denies the request"] = func() *http.Response {
+		return call(denying.url(), "whoami", map[string]any{})
 	}
 	produce["a rate, concurrency or tool limit refuses the call"] = func() *http.Response {
 		call(limited.url(), "whoami", map[string]any{}).Body.Close() // the burst

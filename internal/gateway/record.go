@@ -50,14 +50,16 @@ type record struct {
 	detached func()
 
 	// For tracing (trace.go): the spans, and what the gateway decided.
-	span         trace.Span     // the server span; nil when tracing is off
-	attempt      trace.Span     // the answering attempt's client span
-	attemptStart time.Time      // when that attempt began
-	route        string         // pinned, or the balance policy that picked
-	idem         string         // idempotency: claimed, waited, replayed, unavailable, key_reused, id_reused
-	resume       string         // a resume: replayed (from the store), at_replica, gone, expired
-	answer       mcpmsg.Outcome // the relayed answer's error code or isError, when read
-	rejectCode   int64          // the gateway's own JSON-RPC error code, when it answered
+	span          trace.Span     // the server span; nil when tracing is off
+	attempt       trace.Span     // the answering attempt's client span
+	attemptStart  time.Time      // when that attempt began
+	route         string         // pinned, or the balance policy that picked
+	idem          string         // idempotency: claimed, waited, replayed, unavailable, key_reused, id_reused
+	resume        string         // a resume: replayed (from the store), at_replica, gone, expired
+	answer        mcpmsg.Outcome // the relayed answer's error code or isError, when read
+	rejectCode    int64          // the gateway's own JSON-RPC error code, when it answered
+	authzRule     string         // the authorization rule that decided; "" when none matched (the default)
+	authzDecision string         // allow or deny; "" when authorization is off
 }
 
 func (g *Gateway) begin(r *http.Request) *record {

@@ -37,6 +37,20 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 			return
 		}
 	}
+	if !stream && filtersList(q) {
+		// The whole list, read: what the replica said is noted (the
+		// cache, the tool watcher), the caller's share is relayed. One
+		// that cannot be read whole is not relayed unfiltered.
+		all, err := g.readList(resp.Body, first, ferr)
+		if !errors.Is(err, io.EOF) {
+			rec.upstreamStatus, rec.upstreamCut = resp.StatusCode, true
+			rec.reject(w, errAfterDelivery, q.id())
+			return
+		}
+		g.noteAnswer(q, all, rec)
+		g.relayList(w, q, resp, rec, g.filterList(q, all))
+		return
+	}
 	h := w.Header()
 	for k, vv := range resp.Header {
 		h[k] = vv
@@ -246,6 +260,9 @@ func (p *pumping) run() (parked bool) {
 			if relist {
 				g.tw.noticed(rec.rep, data)
 			}
+		}
+		if filtersList(q) {
+			block = g.filterEvent(q, block) // after the replica's whole list was noted
 		}
 		var at *session.EventID
 		if tap != nil {

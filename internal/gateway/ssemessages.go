@@ -57,6 +57,9 @@ func (g *Gateway) serveSSEMessage(w http.ResponseWriter, r *http.Request, q *req
 			return
 		}
 	}
+	if !g.authorize(w, r, q, rec) {
+		return
+	}
 	rep, err := g.openEndpoint(token, q)
 	if err != nil {
 		rec.reject(w, err, q.id())

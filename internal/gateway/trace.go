@@ -284,6 +284,8 @@ func (g *Gateway) endSpan(rec *record, d time.Duration, out string) {
 		{"mcpfleet.capacity", rec.capacity},
 		{"mcpfleet.idempotency", rec.idem},
 		{"mcpfleet.resume", rec.resume},
+		{"mcpfleet.authz.decision", rec.authzDecision},
+		{"mcpfleet.authz.rule", rec.authzRuleLabel()},
 	} {
 		if kv.v != "" {
 			a = append(a, attribute.String(kv.k, kv.v))

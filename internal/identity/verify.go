@@ -57,6 +57,10 @@ type VerifyOptions struct {
 	// ClockSkew is the leeway on exp, nbf and iat; 0 means
 	// DefaultClockSkew.
 	ClockSkew time.Duration
+	// KeepClaims makes Verify return every claim of a verified token
+	// (Verified.Claims), for authorization rules; off, it decodes only
+	// the registered claims it checks.
+	KeepClaims bool
 }
 
 // Verifier checks bearer JWTs against a key set that may be replaced while
@@ -109,6 +113,9 @@ func isPrivate(k jose.JSONWebKey) bool { return !k.IsPublic() }
 // Verified is what a verified token says of its caller.
 type Verified struct {
 	Issuer, Subject string
+	// Claims are all the token's claims, as JSON decodes them, when the
+	// verifier keeps them (VerifyOptions.KeepClaims); else nil.
+	Claims map[string]any
 }
 
 // Identity is the caller's identity: the verified issuer and subject, so
@@ -135,7 +142,12 @@ func (v *Verifier) Verify(authorization string, now time.Time) (Verified, error)
 		return Verified{}, fmt.Errorf("%w: not a signed JWT", ErrBadToken)
 	}
 	var c jwt.Claims
-	if err := parsed.Claims(keys, &c); err != nil {
+	var all map[string]any
+	out := []any{&c}
+	if v.opts.KeepClaims {
+		out = append(out, &all)
+	}
+	if err := parsed.Claims(keys, out...); err != nil {
 		return Verified{}, fmt.Errorf("%w: signature", ErrBadToken)
 	}
 	switch {
@@ -156,7 +168,7 @@ func (v *Verifier) Verify(authorization string, now time.Time) (Verified, error)
 	if v.tooLong(c, now) {
 		return Verified{}, fmt.Errorf("%w: valid for longer than %s", ErrBadToken, v.opts.MaxLifetime)
 	}
-	return Verified{Issuer: c.Issuer, Subject: c.Subject}, nil
+	return Verified{Issuer: c.Issuer, Subject: c.Subject, Claims: all}, nil
 }
 
 // tooLong reports a token valid for longer than MaxLifetime: from its iat

@@ -78,7 +78,7 @@ func TestVerify(t *testing.T) {
 	with := func(f func(*jwt.Claims)) jwt.Claims { c := good; f(&c); return c }
 	for _, k := range keys {
 		got, err := v.Verify("Bearer "+sign(t, k, good), now)
-		if err != nil || got != (Verified{Issuer: "https://idp", Subject: "alice"}) {
+		if err != nil || got.Issuer != "https://idp" || got.Subject != "alice" || got.Claims != nil {
 			t.Fatalf("%s: %+v, %v", k.alg, got, err)
 		}
 	}
@@ -117,6 +117,34 @@ func TestVerify(t *testing.T) {
 	b, err := v.Verify("Bearer "+sign(t, keys[1], with(func(c *jwt.Claims) { c.ID = "second"; c.Expiry = jwt.NewNumericDate(now.Add(2 * time.Hour)) })), now)
 	if err != nil || a.Identity() != b.Identity() {
 		t.Error("a refreshed token changed the identity")
+	}
+}
+
+func TestVerifyKeepsClaims(t *testing.T) {
+	keys := newTestKeys(t)
+	v, err := NewVerifier(VerifyOptions{Issuers: []string{"https://idp"}, AudiencesAny: true, KeepClaims: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetKeys(jwksOf(t, keys)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: keys[0].alg, Key: keys[0].key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", keys[0].kid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(s).Claims(jwt.Claims{Issuer: "https://idp", Subject: "alice",
+		Expiry: jwt.NewNumericDate(now.Add(time.Hour))}).Claims(map[string]any{"scope": "mcp:read", "groups": []string{"oncall"}}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Verify("Bearer "+tok, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Claims["scope"] != "mcp:read" || got.Claims["sub"] != "alice" || len(got.Claims["groups"].([]any)) != 1 {
+		t.Errorf("claims %v", got.Claims)
 	}
 }
 

@@ -21,6 +21,9 @@ const (
 	// CodeRateLimited answers a call a limit refused, with HTTP 429 and
 	// data.retryAfterMs (SEP-3304, "Standardize Rate-Limiting Errors").
 	CodeRateLimited = -32023
+	// CodeForbidden answers a request an authorization rule (or the
+	// default) denied, with HTTP 403 and data.rule naming the rule.
+	CodeForbidden = -32003
 )
 
 // Error is a JSON-RPC error the gateway answers itself, with the HTTP status

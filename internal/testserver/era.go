@@ -64,6 +64,7 @@ func (s *Server) mcpHandler() http.Handler {
 		Logger:                     quiet(s.logger),
 		DisableLocalhostProtection: true,
 		EventStore:                 events,
+		JSONResponse:               s.opts.JSONResponse,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless: true,
@@ -72,6 +73,7 @@ func (s *Server) mcpHandler() http.Handler {
 		PropagateRequestCancellation: true,
 		Logger:                       quiet(s.logger),
 		DisableLocalhostProtection:   true,
+		JSONResponse:                 s.opts.JSONResponse,
 	})
 	switch {
 	case s.stateless, s.era == Era2026:

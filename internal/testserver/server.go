@@ -123,6 +123,16 @@ type Options struct {
 	// this replica (mcpfleet_replica), so that a test tells which replica
 	// answered. False means those paths are 404.
 	ResourceMetadata bool
+
+	// PageSize, when positive, is how many entries a page of tools/list,
+	// prompts/list, resources/list and resources/templates/list holds;
+	// the rest follow through nextCursor. Zero means the SDK's default
+	// (1000).
+	PageSize int
+
+	// JSONResponse answers a POST with one JSON body (application/json)
+	// instead of an SSE stream, where the SDK can. False means SSE.
+	JSONResponse bool
 }
 
 // Validate reports whether o is usable. A nil o is valid.
@@ -232,6 +242,7 @@ func New(name string, opts *Options) (*Server, error) {
 		Logger:                    quiet(o.Logger),
 		SupportedProtocolVersions: eraVersions(o.Era, o.Stateless),
 		SetCacheable:              cacheTTL(o.CacheTTL),
+		PageSize:                  o.PageSize,
 	})
 	s.stopped, s.stop = context.WithCancel(context.Background())
 	s.mcp.AddReceivingMiddleware(s.stoppable)

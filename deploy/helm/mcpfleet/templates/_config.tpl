@@ -46,6 +46,9 @@ to the OTEL_* environment. A sampleRatio of 0 is set; null (or a key that
 {{- if and (hasKey $t "sampleRatio") (not (kindIs "invalid" (get $t "sampleRatio"))) }}{{ $_ = set $tel "sample_ratio" (get $t "sampleRatio") }}{{ end -}}
 {{- if $t.serviceName }}{{ $_ = set $tel "service_name" $t.serviceName }}{{ end -}}
 {{- if $tel }}{{ $_ = set $cfg "telemetry" $tel }}{{ end -}}
+{{- /* A process key too: every service shares the rules. */ -}}
+{{- $a := $v.gateway.authz -}}
+{{- if or $a.rules (ne $a.default "allow") }}{{ $_ = set $cfg "authz" (dict "default" $a.default "rules" $a.rules) }}{{ end -}}
 {{- /* The most gateways that may run, for the pool arithmetic against max_connections. */ -}}
 {{- $_ = set $cfg "gateways" (int (ternary $v.autoscaling.maxReplicas $v.replicaCount $v.autoscaling.enabled)) -}}
 {{- if include "mcpfleet.hasRedis" . -}}

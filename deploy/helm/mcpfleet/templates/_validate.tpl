@@ -87,6 +87,7 @@ message does not repeat the URL. */ -}}
   "services" "from gateway.services"
   "services_ready" "from gateway.servicesReady"
   "telemetry" "from gateway.telemetry"
+  "authz" "from gateway.authz"
 -}}
 {{- range $key := keys $owned | sortAlpha -}}
 {{- if hasKey $v.gateway.config $key -}}
