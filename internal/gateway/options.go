@@ -156,6 +156,17 @@ type Options struct {
 	// AuthResourceMetadata is the URL a 401's challenge names; "" means
 	// the well-known URL at the origin the client used.
 	AuthResourceMetadata string
+	// AuthResource is the protected resource's identifier in the metadata
+	// the gateway serves (RFC 9728 section 2, "resource"); "" means the
+	// listener's scheme, the request's Host (one the Host guard took) and
+	// Path.
+	AuthResource string
+	// AuthorizationServers are the metadata's authorization_servers; none
+	// leaves the member out.
+	AuthorizationServers []string
+	// AuthScopesSupported are the metadata's scopes_supported, and the
+	// scope a 401's challenge asks for; none leaves both out.
+	AuthScopesSupported []string
 	// PassthroughPaths go to a replica as they are, any method, besides the
 	// OAuth discovery documents (/.well-known/oauth-protected-resource,
 	// oauth-authorization-server, openid-configuration, and their
