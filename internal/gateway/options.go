@@ -217,6 +217,13 @@ type Options struct {
 	// written there in one Write, at a tenth of slog's cost. nil: the line
 	// goes through the Logger.
 	AccessLog io.Writer
+	// Audit, when set, gets the audit log's lines (audit.go): one JSON
+	// line, in one Write, per authorization decision and per tools/call,
+	// prompts/get and resources/read. nil: no audit log.
+	Audit io.Writer
+	// AuditSubject puts the verified token's sub in the audit lines; by
+	// default they name the caller by its salted digest alone.
+	AuditSubject bool
 	// Service names the MCP service this gateway serves among several of
 	// one process (Services): every metric then carries it as the service
 	// label. "" is a process's only service, unlabelled.

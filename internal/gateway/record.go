@@ -50,14 +50,16 @@ type record struct {
 	detached func()
 
 	// For tracing (trace.go): the spans, and what the gateway decided.
-	span         trace.Span     // the server span; nil when tracing is off
-	attempt      trace.Span     // the answering attempt's client span
-	attemptStart time.Time      // when that attempt began
-	route        string         // pinned, or the balance policy that picked
-	idem         string         // idempotency: claimed, waited, replayed, unavailable, key_reused, id_reused
-	resume       string         // a resume: replayed (from the store), at_replica, gone, expired
-	answer       mcpmsg.Outcome // the relayed answer's error code or isError, when read
-	rejectCode   int64          // the gateway's own JSON-RPC error code, when it answered
+	span          trace.Span     // the server span; nil when tracing is off
+	attempt       trace.Span     // the answering attempt's client span
+	attemptStart  time.Time      // when that attempt began
+	route         string         // pinned, or the balance policy that picked
+	idem          string         // idempotency: claimed, waited, replayed, unavailable, key_reused, id_reused
+	resume        string         // a resume: replayed (from the store), at_replica, gone, expired
+	answer        mcpmsg.Outcome // the relayed answer's error code or isError, when read
+	rejectCode    int64          // the gateway's own JSON-RPC error code, when it answered
+	authzRule     string         // the authorization rule that decided; "" when none matched (the default)
+	authzDecision string         // allow or deny; "" when authorization is off
 }
 
 func (g *Gateway) begin(r *http.Request) *record {
@@ -87,9 +89,9 @@ func (rec *record) outcome() string {
 	return "ok"
 }
 
-// finish records metrics and writes one access log line. The line names the
-// method, era, replica and outcome: no header values, no session ID, no
-// credential.
+// finish records metrics and writes one access log line, and the audit
+// log's. The line names the method, tool, era, replica and outcome: no
+// header values, no session ID, no credential.
 func (g *Gateway) finish(rec *record) {
 	d := time.Since(rec.start)
 	label, era := httpMethodLabel(rec.r.Method), "unknown"
@@ -120,12 +122,21 @@ func (g *Gateway) finish(rec *record) {
 		g.endSpan(rec, d, out)
 	}
 	g.logAccess(rec.r.Context(), &accessLine{
-		httpMethod: httpMethodLabel(rec.r.Method), method: label, era: era, replica: replica,
+		httpMethod: httpMethodLabel(rec.r.Method), method: label, tool: rec.tool(), era: era, replica: replica,
 		status: rec.status, outcome: out, attempts: rec.attempts,
 		limit: rec.limit, cache: rec.cache, capacity: rec.capacity, early: rec.early,
 		upstreamStatus: rec.upstreamStatus, events: rec.events, keepAlives: rec.keepAlives,
 		bytes: rec.bytes, durationMS: float64(d.Microseconds()) / 1000,
 	})
+	g.audit(rec)
+}
+
+// tool is the request's tools/call tool name, "" for other requests.
+func (rec *record) tool() string {
+	if rec.q == nil || rec.q.msg.Method != "tools/call" {
+		return ""
+	}
+	return rec.q.msg.Name
 }
 
 // httpMethodLabel is an HTTP method as a metric label or a log value: the

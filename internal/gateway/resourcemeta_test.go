@@ -13,15 +13,15 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
-// verifier is a token verifier for issuer https://idp, keys of a fresh
-// issuer.
-func verifier(t *testing.T) *identity.Verifier {
+// verifier verifies tokens of idp for issuer https://idp and audience
+// mcp.
+func verifier(t *testing.T, idp *issuer) *identity.Verifier {
 	t.Helper()
 	v, err := identity.NewVerifier(identity.VerifyOptions{Issuers: []string{"https://idp"}, Audiences: []string{"mcp"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.SetKeys(newIssuer(t, "k1").jwks); err != nil {
+	if err := v.SetKeys(idp.jwks); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -54,7 +54,7 @@ func getWith(t *testing.T, method, url, host string) (int, string, string) {
 func TestOwnResourceMetadata(t *testing.T) {
 	var hits atomic.Int32
 	replica := protected(t, "a", &hits)
-	gw := startGatewayOn(t, []upstream.Spec{{Name: "a", URL: replica.URL + "/mcp"}}, &Options{Auth: verifier(t),
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "a", URL: replica.URL + "/mcp"}}, &Options{Auth: verifier(t, newIssuer(t, "k1")),
 		AuthorizationServers: []string{"https://idp"}, AuthScopesSupported: []string{"mcp:read", "mcp:write"}}, io.Discard)
 	front := newFront(gw)
 	t.Cleanup(front.Close)
@@ -100,7 +100,7 @@ func TestOwnResourceMetadataHosts(t *testing.T) {
 	specs := []upstream.Spec{{Name: "a", URL: replica.URL + "/mcp"}}
 	const doc = "/.well-known/oauth-protected-resource/mcp"
 
-	guarded := newFront(startGatewayOn(t, specs, &Options{Auth: verifier(t), AllowedHosts: []string{"mcp.example.com"}}, io.Discard))
+	guarded := newFront(startGatewayOn(t, specs, &Options{Auth: verifier(t, newIssuer(t, "k1")), AllowedHosts: []string{"mcp.example.com"}}, io.Discard))
 	t.Cleanup(guarded.Close)
 	if code, _, body := getWith(t, "GET", guarded.URL+doc, "evil.example"); code != 403 || strings.Contains(body, "evil") {
 		t.Errorf("a Host the guard refuses: %d %s, want 403 naming nothing", code, body)
@@ -109,7 +109,7 @@ func TestOwnResourceMetadataHosts(t *testing.T) {
 		t.Errorf("an allowed Host: %d %s", code, body)
 	}
 
-	fixed := newFront(startGatewayOn(t, specs, &Options{Auth: verifier(t), AllowAnyHost: true,
+	fixed := newFront(startGatewayOn(t, specs, &Options{Auth: verifier(t, newIssuer(t, "k1")), AllowAnyHost: true,
 		AuthResource: "https://mcp.example.com/team/mcp"}, io.Discard))
 	t.Cleanup(fixed.Close)
 	if code, _, body := getWith(t, "GET", fixed.URL+doc, "evil.example"); code != 200 || !strings.Contains(body, `"resource":"https://mcp.example.com/team/mcp"`) ||
@@ -121,7 +121,7 @@ func TestOwnResourceMetadataHosts(t *testing.T) {
 		t.Errorf("auth.resource's challenge: %d %q", code, challenge)
 	}
 
-	passed := newFront(startGatewayOn(t, specs, &Options{Auth: verifier(t), PassthroughPaths: []string{"/.well-known/"}}, io.Discard))
+	passed := newFront(startGatewayOn(t, specs, &Options{Auth: verifier(t, newIssuer(t, "k1")), PassthroughPaths: []string{"/.well-known/"}}, io.Discard))
 	t.Cleanup(passed.Close)
 	if code, _, body := getWith(t, "GET", passed.URL+doc, ""); code != 200 || !strings.Contains(body, `"replica":"a"`) {
 		t.Errorf("claimed by a passthrough path: %d %s, want the replica's", code, body)
@@ -136,7 +136,7 @@ func TestOwnResourceMetadataPerService(t *testing.T) {
 	specs := []upstream.Spec{{Name: "a", URL: replica.URL + "/mcp"}}
 	var list []Service
 	for _, name := range []string{"one", "two"} {
-		gw := startGatewayOn(t, specs, &Options{Auth: verifier(t), Path: "/" + name, Service: name,
+		gw := startGatewayOn(t, specs, &Options{Auth: verifier(t, newIssuer(t, "k1")), Path: "/" + name, Service: name,
 			AuthScopesSupported: []string{name + ":use"}}, io.Discard)
 		list = append(list, Service{Name: name, Gateway: gw, Default: name == "two"})
 	}
