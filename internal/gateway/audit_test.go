@@ -145,3 +145,15 @@ func TestAuditDecisions(t *testing.T) {
 		t.Errorf("the batch's lines: %v %v", lines[1], lines[2])
 	}
 }
+
+// BenchmarkAuditLine: one audit line put together, as a tools/call's is.
+func BenchmarkAuditLine(b *testing.B) {
+	l := auditLine{service: "github", caller: "9c1e5f0a7b2d4e61", sub: "alice", method: "tools/call", nameKey: "tool",
+		name: "delete_branch", decision: "allow", rule: "oncall", replica: "10.0.0.12:3000", outcome: "ok", status: 200, durationMS: 41.7}
+	now := time.Now()
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = l.appendJSON(buf[:0], now)
+	}
+}
