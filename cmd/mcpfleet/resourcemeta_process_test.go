@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,22 +24,12 @@ func TestServeOwnResourceMetadataTypeScript(t *testing.T) {
 	_, ups := limitsFleet(t)
 	gws, _ := startGateways(t, 1, ups+"auth: {jwks_file: '"+keys+"', issuers: ['https://idp.example.com'], audiences: [mcp], "+
 		"scopes_supported: ['mcp:read', 'mcp:write']}\n")
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "prm-client.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	script := nodeScript(t, modules, "prm-client.mjs")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	server := "http://" + gws[0] + "/mcp"
 	var stderr strings.Builder
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), server)
+	cmd := exec.CommandContext(ctx, node, script, server)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
