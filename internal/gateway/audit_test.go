@@ -157,3 +157,24 @@ func BenchmarkAuditLine(b *testing.B) {
 		buf = l.appendJSON(buf[:0], now)
 	}
 }
+
+// TestAuditLegacyMessages: a tools/call POSTed to a 2024-11-05 session's
+// endpoint gets its audit line too, naming the session's replica.
+func TestAuditLegacyMessages(t *testing.T) {
+	_, specs := startSSEReplicas(t, 1)
+	opts := sharedSecretOptions(t)
+	audit := &syncBuffer{}
+	opts.Audit = audit
+	_, fronts, _ := startGateways(t, 1, specs, opts)
+	_, endpoint, _ := sseOpen(t, fronts[0].URL)
+	if code, body := ssePost(t, fronts[0].URL, endpoint, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`); code != 202 {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	var lines []map[string]any
+	for deadline := time.Now().Add(5 * time.Second); len(lines) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		lines = auditLines(t, audit.String()) // written when the POST's answer ended
+	}
+	if len(lines) != 1 || lines[0]["tool"] != "whoami" || lines[0]["replica"] != specs[0].Name {
+		t.Errorf("audit lines %v, want the whoami call at %s", lines, specs[0].Name)
+	}
+}
