@@ -61,7 +61,7 @@ func TestServeAuthorizes(t *testing.T) {
 		}
 	}
 	write(base + authzRules)
-	logs := startLogged(t, gw, "serve", "--config", cfgPath)
+	logs := startGatewayLogged(t, gw, "serve", "--config", cfgPath)
 	read, write2 := scopedToken(k, "mcp:read"), scopedToken(k, "mcp:write")
 	checkReadDenied(t, gw, read)
 	if code, _ := callAs(t, gw, write2, "mutate", `{"key":"k"}`); code != http.StatusOK {
@@ -145,9 +145,9 @@ type loggedProc struct {
 	pid int
 }
 
-// startLogged starts mcpfleet with args, its stderr kept, and waits for
+// startGatewayLogged starts mcpfleet with args, its stderr kept, and waits for
 // gw's /readyz; it is stopped (SIGTERM) at the test's end.
-func startLogged(t *testing.T, gw string, args ...string) *loggedProc {
+func startGatewayLogged(t *testing.T, gw string, args ...string) *loggedProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")

@@ -61,7 +61,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := cfg.Validate(); err != nil {
 		return usageError{err}
 	}
-	gw, err := startGateway(cfg, "", log, nil)
+	gw, err := startGateway(cfg, "", log, logSinks{})
 	if err != nil {
 		return err
 	}

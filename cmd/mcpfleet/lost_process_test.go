@@ -152,18 +152,7 @@ func TestReplicaKilledMidCallTypeScript(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	node, modules := nodeTools(t)
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "lost-client.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// ESM imports resolve from the script's own directory.
-	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	script := nodeScript(t, modules, "lost-client.mjs")
 	tests := []struct {
 		name, mode, tool, args string
 		replica                func(t *testing.T) (addr string, pgid int)
@@ -188,7 +177,7 @@ func TestReplicaKilledMidCallTypeScript(t *testing.T) {
 			gw, admin := testproc.FreeAddr(t), testproc.FreeAddr(t)
 			startProcess(t, "serve", "--listen", gw, "--admin", admin, "--upstream", "http://"+addr+"/mcp")
 			testproc.WaitReady(t, "http://"+gw+"/readyz")
-			client := startGroup(t, nil, node, filepath.Join(dir, "client.mjs"), tt.mode, "http://"+gw, tt.tool, tt.args)
+			client := startGroup(t, nil, node, script, tt.mode, "http://"+gw, tt.tool, tt.args)
 			stdout, err := client.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)

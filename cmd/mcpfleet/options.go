@@ -112,6 +112,9 @@ func baseGatewayOptions(c *config.Config) *gateway.Options {
 		AllowedOrigins:       c.AllowedOrigins,
 		PassthroughPaths:     c.PassthroughPaths,
 		AuthResourceMetadata: c.Auth.ResourceMetadata,
+		AuthResource:         c.Auth.Resource,
+		AuthorizationServers: authorizationServers(&c.Auth),
+		AuthScopesSupported:  c.Auth.ScopesSupported,
 		SSEPath:              c.SSEPath,
 		SSEMessagesPath:      c.SSEMessagesPath,
 		NoSSE:                c.SSEPath == "", // off
@@ -205,6 +208,16 @@ func cacheRules(c *config.Config) cache.Rules {
 		tools[t] = true
 	}
 	return cache.Rules{Tools: tools, ToolTTL: time.Duration(c.Cache.TTL), MaxTTL: time.Duration(c.Cache.MaxTTL)}
+}
+
+// authorizationServers are what the protected resource metadata names:
+// auth.authorization_servers, else the accepted issuers (an issuer is its
+// authorization server's identifier, RFC 8414 section 2).
+func authorizationServers(a *config.Auth) []string {
+	if len(a.AuthorizationServers) > 0 {
+		return a.AuthorizationServers
+	}
+	return a.Issuers
 }
 
 // verifyOptions returns the token verifier's options and its key source,

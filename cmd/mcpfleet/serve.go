@@ -133,14 +133,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stopTelemetry(tel, log)
 	serveTelemetry.Store(tel)
 	defer serveTelemetry.Store(nil)
-	gw, err := startGateway(cfg, *path, log, lw)
+	audit, err := openAudit(cfg.Audit, lw)
+	if err != nil {
+		return usageError{err}
+	}
+	defer audit.close()
+	gw, err := startGateway(cfg, *path, log, logSinks{access: lw, audit: audit.w, auditSubject: cfg.Audit.IncludeSubject})
 	if err != nil {
 		return err
 	}
 	gw.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "mcpfleet_log_lines_dropped_total",
 		Help: "Log lines dropped because the log's buffer was full or its write failed.",
-	}, func() float64 { return float64(lw.Dropped()) }))
+	}, func() float64 { return float64(lw.Dropped() + audit.dropped()) }))
 	gw.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "mcpfleet_redis_round_trips_total",
 		Help: "Round trips to the Redis or Valkey server of the stores, counted by the client: a command or a pipeline is one.",
@@ -185,17 +190,16 @@ func tuneGC() {
 // configPath, if not "", is re-read on SIGHUP. Everything (certificates,
 // listeners, background loops and the SIGHUP handler) is ready before the
 // first request is served, so a gateway that answers /readyz also reloads.
-// startGateway starts the gateway of cfg; access, when not nil, is the
-// writer under log's JSON handler, where the gateway puts its access log
-// lines together itself (gateway.Options.AccessLog).
-func startGateway(cfg config.Config, configPath string, log *slog.Logger, access io.Writer) (*runningGateway, error) {
+// startGateway starts the gateway of cfg; sinks are where its access log
+// lines (gateway.Options.AccessLog) and audit lines go.
+func startGateway(cfg config.Config, configPath string, log *slog.Logger, sinks logSinks) (*runningGateway, error) {
 	tuneGC()
 	certs, admCerts, err := loadCerts(cfg, log)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	rg := &runningGateway{served: make(chan error, 2), log: log, reg: prometheus.NewRegistry(), cfgPath: configPath}
-	if rg.svcs, err = startServices(cfg, rg.reg, log, access, memoryBudget(&cfg, log)); err != nil {
+	if rg.svcs, err = startServices(cfg, rg.reg, log, sinks, memoryBudget(&cfg, log)); err != nil {
 		return nil, err
 	}
 	for _, c := range []*certSlot{certs, admCerts} {

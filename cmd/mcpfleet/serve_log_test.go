@@ -60,7 +60,7 @@ func TestServeLogReachesStderrByExit(t *testing.T) {
 		seen[m.Msg] = true
 		// The access line, which the gateway puts together itself, as
 		// slog's JSON handler would.
-		if m.Msg == "request" && !strings.Contains(l, `,"level":"INFO","msg":"request","http_method":"POST","method":"ping","era":"2025-11-25","replica":"`) {
+		if m.Msg == "request" && !strings.Contains(l, `,"level":"INFO","msg":"request","http_method":"POST","method":"ping","tool":"","era":"2025-11-25","replica":"`) {
 			t.Errorf("access log line %q", l)
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -39,7 +38,7 @@ type serviceSet struct {
 	reg    *prometheus.Registry
 	budget int64 // memory_limit in bytes; 0 for none
 	log    *slog.Logger
-	access io.Writer         // the writer under log's JSON handler, for access log lines; nil: through log
+	sinks  logSinks          // where access log and audit lines go
 	router *gateway.Services // nil for the one unnamed service
 
 	mu        sync.Mutex
@@ -48,15 +47,15 @@ type serviceSet struct {
 }
 
 // startServices starts every service of cfg; if one fails, none runs.
-func startServices(cfg config.Config, reg *prometheus.Registry, log *slog.Logger, access io.Writer, budget int64) (*serviceSet, error) {
+func startServices(cfg config.Config, reg *prometheus.Registry, log *slog.Logger, sinks logSinks, budget int64) (*serviceSet, error) {
 	list, err := cfg.ResolveServices()
 	if err != nil {
 		return nil, usageError{err}
 	}
-	s := &serviceSet{reg: reg, log: log, access: access, budget: budget}
+	s := &serviceSet{reg: reg, log: log, sinks: sinks, budget: budget}
 	for _, svc := range list {
 		sizeToBudget(&svc.Config, budget, len(list))
-		run, err := startService(svc, reg, log, access, budget)
+		run, err := startService(svc, reg, log, sinks, budget)
 		if err != nil {
 			s.close()
 			if svc.Name != "" {
@@ -74,7 +73,7 @@ func startServices(cfg config.Config, reg *prometheus.Registry, log *slog.Logger
 
 // startService builds one service's fleet, stores and gateway, and starts
 // its background loops.
-func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger, access io.Writer, budget int64) (*serviceRun, error) {
+func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger, sinks logSinks, budget int64) (*serviceRun, error) {
 	cfg := svc.Config
 	if svc.Name != "" {
 		log = log.With("service", svc.Name)
@@ -87,7 +86,8 @@ func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger
 	if err != nil {
 		return nil, usageError{err}
 	}
-	opts.Service, opts.Registry, opts.MemoryLimit, opts.AccessLog = svc.Name, reg, budget, access
+	opts.Service, opts.Registry, opts.MemoryLimit, opts.AccessLog = svc.Name, reg, budget, sinks.access
+	opts.Audit, opts.AuditSubject = sinks.audit, sinks.auditSubject
 	if svc.Name != "" && opts.Keyring != nil {
 		// A session or event ID of one service opens at no other.
 		opts.Keyring = opts.Keyring.Scoped("service " + svc.Name)
@@ -318,7 +318,7 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 			return abort(errors.New("the service's paths changed: restart instead"))
 		}
 		sizeToBudget(&svc.Config, s.budget, len(list))
-		run, err := startService(svc, s.reg, s.log, s.access, s.budget)
+		run, err := startService(svc, s.reg, s.log, s.sinks, s.budget)
 		if err != nil {
 			return abort(fmt.Errorf("service %s: %w", svc.Name, err))
 		}

@@ -60,6 +60,25 @@ func nodeTools(t *testing.T) (node, modules string) {
 	return strings.TrimSpace(string(out)), filepath.Join(dir, "node_modules")
 }
 
+// nodeScript copies testdata/name into a temporary directory beside a
+// link to modules, where its ESM imports resolve (from the script's own
+// directory), and returns the copy's path.
+func nodeScript(t *testing.T, modules, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "client.mjs")
+}
+
 func skipWithoutNode(t *testing.T, why string) {
 	t.Helper()
 	if os.Getenv("MCPFLEET_REQUIRE_NODE") == "1" {
@@ -126,22 +145,11 @@ func TestSSETransportTypeScript(t *testing.T) {
 		gws, admins = append(gws, gw), append(admins, admin)
 	}
 
-	// ESM imports resolve from the script's own directory.
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "sse2024-client.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "client.mjs"), script, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
+	script := nodeScript(t, modules, "sse2024-client.mjs")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), "http://"+gws[0], "http://"+gws[1], "20")
+	cmd := exec.CommandContext(ctx, node, script, "http://"+gws[0], "http://"+gws[1], "20")
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

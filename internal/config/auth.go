@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -50,6 +52,16 @@ type Auth struct {
 	// ResourceMetadata is the URL a 401's challenge names; "" means the
 	// well-known URL at the origin the client used.
 	ResourceMetadata string `yaml:"resource_metadata"`
+	// Resource is the protected resource's identifier in the metadata the
+	// gateway serves (RFC 9728); "" means the listener's scheme, the
+	// request's Host (one the Host guard took) and path.
+	Resource string `yaml:"resource"`
+	// AuthorizationServers are that metadata's authorization_servers;
+	// none means Issuers.
+	AuthorizationServers []string `yaml:"authorization_servers"`
+	// ScopesSupported are that metadata's scopes_supported, and the scope
+	// a 401's challenge asks for; none leaves both out.
+	ScopesSupported []string `yaml:"scopes_supported"`
 }
 
 // On reports whether verification is configured.
@@ -60,7 +72,8 @@ func (c *Config) validateAuth(bad func(string, string, ...any)) {
 	switch {
 	case a.JWKSFile != "" && a.JWKSURL != "":
 		bad("auth.jwks_file", "use either auth.jwks_file or auth.jwks_url, not both")
-	case !a.On() && (len(a.Issuers) > 0 || len(a.Audiences) > 0 || a.AudiencesAny || a.ResourceMetadata != ""):
+	case !a.On() && (len(a.Issuers) > 0 || len(a.Audiences) > 0 || a.AudiencesAny || a.ResourceMetadata != "" ||
+		a.Resource != "" || len(a.AuthorizationServers) > 0 || len(a.ScopesSupported) > 0):
 		bad("auth.issuers", "verification needs auth.jwks_file or auth.jwks_url")
 	case a.On() && len(a.Issuers) == 0:
 		bad("auth.issuers", "name at least one accepted issuer")
@@ -69,10 +82,50 @@ func (c *Config) validateAuth(bad func(string, string, ...any)) {
 	if a.ResourceMetadata != "" && !strings.HasPrefix(a.ResourceMetadata, "https://") && !strings.HasPrefix(a.ResourceMetadata, "http://") {
 		bad("auth.resource_metadata", "want an https:// URL, got %q", a.ResourceMetadata)
 	}
+	a.validateMetadata(bad)
 	if d := time.Duration(a.ClockSkew); d < 0 || d > 5*time.Minute {
 		bad("auth.clock_skew", "must be between 0s and 5m, got %s", d)
 	}
 	if d := time.Duration(a.JWKSRefresh); d < 10*time.Second {
 		bad("auth.jwks_refresh", "must be at least 10s, got %s", d)
 	}
+}
+
+// validateMetadata checks what the protected resource metadata names: a
+// resource identifier and authorization servers that are absolute http(s)
+// URLs without a fragment (RFC 9728 section 1.2, RFC 8414 section 2), and
+// scopes that are scope-tokens (RFC 6749 section 3.3).
+func (a Auth) validateMetadata(bad func(string, string, ...any)) {
+	if a.Resource != "" && !metadataURL(a.Resource) {
+		bad("auth.resource", "want an absolute https:// URL without a query or fragment, such as https://mcp.example.com/mcp, got %q", a.Resource)
+	}
+	for i, s := range a.AuthorizationServers {
+		if !metadataURL(s) {
+			bad(fmt.Sprintf("auth.authorization_servers[%d]", i), "want an issuer URL such as https://auth.example.com, got %q", s)
+		}
+	}
+	for i, s := range a.ScopesSupported {
+		if !scopeToken(s) {
+			bad(fmt.Sprintf("auth.scopes_supported[%d]", i), "want a scope such as mcp:read (printable ASCII without spaces, quotes or backslashes), got %q", s)
+		}
+	}
+}
+
+// metadataURL says whether s is an absolute http or https URL with a
+// host, and no user, query or fragment.
+func metadataURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil &&
+		!strings.ContainsAny(s, "?#\"\\ ")
+}
+
+// scopeToken says whether s is a scope-token: %x21 / %x23-5B / %x5D-7E,
+// one or more.
+func scopeToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -27,6 +27,15 @@ func TestTokenRules(t *testing.T) {
 		{"jwks over http to loopback", "auth: {jwks_url: 'http://127.0.0.1:8081/jwks', issuers: [i], audiences: [a]}\n", ""},
 		{"jwks over http to localhost", "auth: {jwks_url: 'http://localhost:8081/jwks', issuers: [i], audiences: [a]}\n", ""},
 		{"jwks over https", "auth: {jwks_url: 'https://idp.example.com/jwks', issuers: [i], audiences: [a]}\n", ""},
+		{"metadata keys", "auth: {jwks_file: k.json, issuers: [i], audiences: [a], resource: 'https://mcp.example.com/mcp', " +
+			"authorization_servers: ['https://idp.example.com'], scopes_supported: ['mcp:read', 'mcp:write']}\n", ""},
+		{"metadata without verification", "auth: {scopes_supported: [mcp:read]}\n", "auth.issuers"},
+		{"a relative resource", "auth: {jwks_file: k.json, issuers: [i], audiences: [a], resource: /mcp}\n", "auth.resource"},
+		{"a resource with a fragment", "auth: {jwks_file: k.json, issuers: [i], audiences: [a], resource: 'https://mcp.example.com/mcp#x'}\n", "auth.resource"},
+		{"a resource with a user", "auth: {jwks_file: k.json, issuers: [i], audiences: [a], resource: 'https://u@mcp.example.com/mcp'}\n", "auth.resource"},
+		{"an authorization server not a URL", "auth: {jwks_file: k.json, issuers: [i], audiences: [a], authorization_servers: [idp]}\n", "auth.authorization_servers[0]"},
+		{"a scope with a space", "auth: {jwks_file: k.json, issuers: [i], audiences: [a], scopes_supported: [ok, 'mcp read']}\n", "auth.scopes_supported[1]"},
+		{"a scope with a quote", "auth: {jwks_file: k.json, issuers: [i], audiences: [a], scopes_supported: ['a\"b']}\n", "auth.scopes_supported[0]"},
 		{"services name their own audiences", "auth: {jwks_file: k.json, issuers: [i]}\nservices:\n" +
 			"  - {name: a, path: /a/mcp, auth: {audiences: [a]}, upstreams: [{url: 'http://127.0.0.1:1/mcp'}]}\n", ""},
 		{"a service without an audience", "auth: {jwks_file: k.json, issuers: [i]}\nservices:\n" +

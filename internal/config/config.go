@@ -191,6 +191,8 @@ type Config struct {
 	SSESendBuffer Size `yaml:"sse_send_buffer"`
 	// Telemetry exports traces and metrics over OTLP (telemetry.go).
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Audit writes the audit log (audit.go).
+	Audit Audit `yaml:"audit"`
 }
 
 // Default returns the configuration with every default filled in and no
@@ -242,6 +244,7 @@ func Default() Config {
 		Tools:            Tools{Refresh: Duration(30 * time.Second)},
 		ServicesReady:    ServicesReadyAll,
 		SSESendBuffer:    256 << 10,
+		Audit:            Audit{Log: AuditOff},
 	}
 }
 

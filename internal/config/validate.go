@@ -42,6 +42,7 @@ func (c *Config) Validate() error {
 	c.validateDiscovery(bad)
 	c.validateHealthCheck(bad)
 	c.validateTelemetry(bad)
+	c.validateAudit(bad)
 	seen := map[string]bool{}
 	for i, u := range c.Upstreams {
 		key := fmt.Sprintf("upstreams[%d]", i)

@@ -26,7 +26,7 @@ func slogLine(t testing.TB, l *accessLine, at time.Time, service string) string 
 }
 
 var sampleLine = accessLine{
-	httpMethod: "POST", method: "tools/call", era: "2026-07-28", replica: "127.0.0.1:18203",
+	httpMethod: "POST", method: "tools/call", tool: "get_weather", era: "2026-07-28", replica: "127.0.0.1:18203",
 	status: 200, outcome: "ok", attempts: 1, early: false, upstreamStatus: 200, bytes: 75, durationMS: 1.821,
 }
 
@@ -35,7 +35,7 @@ var sampleLine = accessLine{
 func TestAccessLineIsSlogs(t *testing.T) {
 	at := time.Date(2026, 12, 3, 6, 11, 58, 190222074, time.UTC)
 	lines := []accessLine{sampleLine, {}, {
-		httpMethod: "GET", method: "other", era: "2025-11-25", replica: "replica-<a>&b",
+		httpMethod: "GET", method: "other", tool: "a<b>&c", era: "2025-11-25", replica: "replica-<a>&b",
 		status: 503, outcome: "rejected", attempts: 3, limit: "refused", cache: "hit", capacity: "queued",
 		early: true, upstreamStatus: -1, events: 1 << 40, keepAlives: 7, bytes: -9, durationMS: 123456.789,
 	}, {durationMS: 0.001}, {durationMS: 1e20}}
@@ -70,6 +70,7 @@ func TestAccessLogFallsBackToSlog(t *testing.T) {
 		{"r", "svc\n", slog.LevelInfo, `"msg":"request","service":"svc\n"`},
 		{"r", "svc", slog.LevelInfo, `"msg":"request","service":"svc","http_method"`},
 		{"r", "", slog.LevelWarn, ""},
+		{"r", "", slog.LevelInfo, `"method":"tools/call","tool":"get_w\u0000eather"`},
 	} {
 		var buf bytes.Buffer
 		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: tc.level}))
@@ -79,6 +80,9 @@ func TestAccessLogFallsBackToSlog(t *testing.T) {
 		g := &Gateway{log: log, opts: Options{AccessLog: &buf, Service: tc.service}}
 		l := sampleLine
 		l.replica = tc.replica
+		if strings.Contains(tc.want, "tool") {
+			l.tool = "get_w\x00eather" // a tool name that needs an escape
+		}
 		g.logAccess(context.Background(), &l)
 		got := buf.String()
 		if tc.want == "" {
@@ -96,12 +100,12 @@ func TestAccessLogFallsBackToSlog(t *testing.T) {
 // FuzzAccessLine: whatever the strings, the line the gateway writes (itself
 // or through slog) is slog's.
 func FuzzAccessLine(f *testing.F) {
-	f.Add("POST", "tools/call", "127.0.0.1:1", "svc", int64(1821))
-	f.Add("GET", "x\"y", "\xff", "", int64(0))
-	f.Fuzz(func(t *testing.T, httpMethod, method, replica, service string, micros int64) {
+	f.Add("POST", "tools/call", "get_weather", "127.0.0.1:1", "svc", int64(1821))
+	f.Add("GET", "x\"y", "a\u2028b", "\xff", "", int64(0))
+	f.Fuzz(func(t *testing.T, httpMethod, method, tool, replica, service string, micros int64) {
 		at := time.Unix(1764740000, micros)
 		l := sampleLine
-		l.httpMethod, l.method, l.replica, l.durationMS = httpMethod, method, replica, float64(micros)/1000
+		l.httpMethod, l.method, l.tool, l.replica, l.durationMS = httpMethod, method, tool, replica, float64(micros)/1000
 		var buf bytes.Buffer
 		var h slog.Handler = slog.NewJSONHandler(&buf, nil)
 		if service != "" {

@@ -3,7 +3,9 @@ package gateway
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/identity"
@@ -30,13 +32,13 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, rec *reco
 		g.metrics.auth.WithLabelValues("ok").Inc()
 		return &c, true
 	}
-	challenge := `Bearer resource_metadata="` + g.resourceMetadata(r) + `"`
+	challenge := g.challenge(r)
 	body := `{"error":"invalid_request","error_description":"a bearer token is required"}`
 	outcome := "missing"
 	if !errors.Is(err, identity.ErrNoToken) {
 		// RFC 6750 section 3.1; the reason stays in the gateway's own
 		// debug log, never the token.
-		challenge += `, error="invalid_token"`
+		challenge = withParam(challenge, `error="invalid_token"`)
 		body = `{"error":"invalid_token","error_description":"the token did not verify"}`
 		outcome = "invalid"
 		g.log.Debug("token refused", "reason", err.Error())
@@ -54,15 +56,48 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, rec *reco
 }
 
 // resourceMetadata is the URL of the protected resource metadata the
-// challenge names: Options.AuthResourceMetadata, or the path-suffixed
-// well-known URL at the origin the client used (RFC 9728 section 3.1).
+// challenge names: Options.AuthResourceMetadata, or the well-known URL
+// inserted into the resource identifier (RFC 9728 section 3.1), which is
+// Options.AuthResource or the origin the client used with Path. "" when
+// that origin's Host does not parse as host[:port].
 func (g *Gateway) resourceMetadata(r *http.Request) string {
 	if g.opts.AuthResourceMetadata != "" {
 		return g.opts.AuthResourceMetadata
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
+	if g.opts.AuthResource != "" {
+		u, err := url.Parse(g.opts.AuthResource) // validated by config
+		if err != nil {
+			return ""
+		}
+		return u.Scheme + "://" + u.Host + prmPath + strings.TrimSuffix(u.EscapedPath(), "/")
 	}
-	return scheme + "://" + r.Host + "/.well-known/oauth-protected-resource" + g.opts.Path
+	origin, ok := requestOrigin(r)
+	if !ok {
+		return ""
+	}
+	return origin + prmPath + strings.TrimSuffix(g.opts.Path, "/")
+}
+
+// challenge is a 401's WWW-Authenticate value before its error: the
+// protected resource metadata's URL (RFC 9728 section 5.1) and, when
+// Options.AuthScopesSupported is set, the scope to ask for (the MCP
+// authorization spec, "Scope Selection Strategy"; RFC 6750 section 3).
+func (g *Gateway) challenge(r *http.Request) string {
+	c := "Bearer"
+	if u := g.resourceMetadata(r); u != "" {
+		c = withParam(c, `resource_metadata="`+u+`"`)
+	}
+	if s := g.opts.AuthScopesSupported; len(s) > 0 {
+		c = withParam(c, `scope="`+strings.Join(s, " ")+`"`)
+	}
+	return c
+}
+
+// withParam adds an auth-param to a challenge (RFC 9110 section 11.2):
+// after the scheme and a space, or after a comma.
+func withParam(challenge, param string) string {
+	if strings.IndexByte(challenge, '=') < 0 {
+		return challenge + " " + param
+	}
+	return challenge + ", " + param
 }

@@ -13,13 +13,15 @@ import (
 
 // TestNoCredentialInLogsOrMetrics sends credentials and a session ID through
 // every path (success, 404, 413, header mismatch) and checks that none of
-// them reaches a log line, a metric, a span or an error answer.
+// them reaches a log line, an audit line, a metric, a span or an error
+// answer, and that no call's argument reaches the audit log.
 func TestNoCredentialInLogsOrMetrics(t *testing.T) {
 	const secret = "sk-SECRET-7f3a9c"
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	f := startFleet(t, 2, &Options{Tracer: tp.Tracer("test")})
+	audit := &syncBuffer{}
+	f := startFleet(t, 2, &Options{Tracer: tp.Tracer("test"), Audit: audit})
 	auth := map[string]string{"Authorization": "Bearer " + secret, "Private-Token": secret}
 	var answers strings.Builder
 	keep := func(b io.ReadCloser) {
@@ -35,6 +37,8 @@ func TestNoCredentialInLogsOrMetrics(t *testing.T) {
 	keep(legacy.post(context.Background(), 3, "tools/list", nil, auth).Body)
 	modern := newRaw(t, f.url(), "2026-07-28")
 	keep(modern.post(context.Background(), 4, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}}, auth).Body)
+	// An argument, and so the result that echoes it, stay out of the audit log.
+	keep(modern.post(context.Background(), 7, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "ARG-8d1e"}}, auth).Body)
 	keep(modern.post(context.Background(), 5, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}},
 		map[string]string{"Authorization": "Bearer " + secret, "Mcp-Name": secret}).Body)
 
@@ -60,7 +64,13 @@ func TestNoCredentialInLogsOrMetrics(t *testing.T) {
 		t.Fatalf("%d spans recorded, want one per request at least", len(spans.Ended()))
 	}
 	noLeaks(t, spans, secret, session, claims.SessionID)
-	for what, text := range map[string]string{"logs": f.logs.String(), "metrics": metrics, "answers": answers.String()} {
+	if strings.Contains(audit.String(), "ARG-") {
+		t.Error("a call's argument or result appears in the audit log")
+	}
+	if !strings.Contains(audit.String(), `"tool":"echo"`) {
+		t.Errorf("no audit line for the echo call:\n%s", audit.String())
+	}
+	for what, text := range map[string]string{"logs": f.logs.String(), "audit": audit.String(), "metrics": metrics, "answers": answers.String()} {
 		if strings.Contains(text, secret) {
 			t.Errorf("the credential appears in the %s", what)
 		}

@@ -230,6 +230,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if g.serveSSE(w, r) {
 			return
 		}
+		if g.servesOwnMetadata(r.URL.Path) {
+			g.serveResourceMetadata(w, r)
+			return
+		}
 		if ok, readOnly := g.passesThrough(r.URL.Path); ok {
 			g.servePassthrough(w, r, readOnly)
 			return

@@ -160,6 +160,17 @@ type Options struct {
 	// AuthResourceMetadata is the URL a 401's challenge names; "" means
 	// the well-known URL at the origin the client used.
 	AuthResourceMetadata string
+	// AuthResource is the protected resource's identifier in the metadata
+	// the gateway serves (RFC 9728 section 2, "resource"); "" means the
+	// listener's scheme, the request's Host (one the Host guard took) and
+	// Path.
+	AuthResource string
+	// AuthorizationServers are the metadata's authorization_servers; none
+	// leaves the member out.
+	AuthorizationServers []string
+	// AuthScopesSupported are the metadata's scopes_supported, and the
+	// scope a 401's challenge asks for; none leaves both out.
+	AuthScopesSupported []string
 	// PassthroughPaths go to a replica as they are, any method, besides the
 	// OAuth discovery documents (/.well-known/oauth-protected-resource,
 	// oauth-authorization-server, openid-configuration, and their
@@ -210,6 +221,13 @@ type Options struct {
 	// written there in one Write, at a tenth of slog's cost. nil: the line
 	// goes through the Logger.
 	AccessLog io.Writer
+	// Audit, when set, gets the audit log's lines (audit.go): one JSON
+	// line, in one Write, per authorization decision and per tools/call,
+	// prompts/get and resources/read. nil: no audit log.
+	Audit io.Writer
+	// AuditSubject puts the verified token's sub in the audit lines; by
+	// default they name the caller by its salted digest alone.
+	AuditSubject bool
 	// Service names the MCP service this gateway serves among several of
 	// one process (Services): every metric then carries it as the service
 	// label. "" is a process's only service, unlabelled.

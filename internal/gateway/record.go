@@ -89,9 +89,9 @@ func (rec *record) outcome() string {
 	return "ok"
 }
 
-// finish records metrics and writes one access log line. The line names the
-// method, era, replica and outcome: no header values, no session ID, no
-// credential.
+// finish records metrics and writes one access log line, and the audit
+// log's. The line names the method, tool, era, replica and outcome: no
+// header values, no session ID, no credential.
 func (g *Gateway) finish(rec *record) {
 	d := time.Since(rec.start)
 	label, era := httpMethodLabel(rec.r.Method), "unknown"
@@ -122,12 +122,21 @@ func (g *Gateway) finish(rec *record) {
 		g.endSpan(rec, d, out)
 	}
 	g.logAccess(rec.r.Context(), &accessLine{
-		httpMethod: httpMethodLabel(rec.r.Method), method: label, era: era, replica: replica,
+		httpMethod: httpMethodLabel(rec.r.Method), method: label, tool: rec.tool(), era: era, replica: replica,
 		status: rec.status, outcome: out, attempts: rec.attempts,
 		limit: rec.limit, cache: rec.cache, capacity: rec.capacity, early: rec.early,
 		upstreamStatus: rec.upstreamStatus, events: rec.events, keepAlives: rec.keepAlives,
 		bytes: rec.bytes, durationMS: float64(d.Microseconds()) / 1000,
 	})
+	g.audit(rec)
+}
+
+// tool is the request's tools/call tool name, "" for other requests.
+func (rec *record) tool() string {
+	if rec.q == nil || rec.q.msg.Method != "tools/call" {
+		return ""
+	}
+	return rec.q.msg.Name
 }
 
 // httpMethodLabel is an HTTP method as a metric label or a log value: the

@@ -55,7 +55,7 @@ func canonValue(dst, v []byte, dropMeta bool) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return appendString(dst, s), nil
+		return AppendString(dst, s), nil
 	}
 	return append(dst, v...), nil // a number or a literal, as written
 }
@@ -82,7 +82,7 @@ func canonObject(dst, v []byte, dropMeta bool) ([]byte, error) {
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(appendString(dst, m.key), ':')
+		dst = append(AppendString(dst, m.key), ':')
 		if dst, err = canonValue(dst, m.val, false); err != nil {
 			return nil, err
 		}
@@ -112,9 +112,9 @@ func canonArray(dst, v []byte) ([]byte, error) {
 	return append(dst, ']'), nil
 }
 
-// appendString appends s as a JSON string, escaped as encoding/json
+// AppendString appends s as a JSON string, escaped as encoding/json
 // escapes it; a string with nothing to escape, the most, as it is.
-func appendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&', c == 0xE2: // 0xE2: U+2028, U+2029
