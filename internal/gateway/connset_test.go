@@ -133,3 +133,46 @@ func TestDialAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestDownReplicaSweep: a call that goes to a replica already down (no
+// replica is eligible, so it goes anyway) and finds it silent is answered
+// with the replica_lost error within a few health-check intervals, by the
+// sweep that the replica's going down started.
+func TestDownReplicaSweep(t *testing.T) {
+	const every = 100 * time.Millisecond
+	s := &silentReplica{dying: &dyingReplica{}, progress: true, holding: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(s.release) })
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "silent", URL: srv.URL + "/mcp"}}, &Options{KeepAlive: -1, HealthCheckInterval: every}, io.Discard)
+	// Its health path answers 202, which is no health: down at the first check.
+	checker, err := upstream.NewChecker(gw.fleet, &upstream.CheckOptions{Interval: every, Timeout: time.Second, OnChange: gw.HealthChanged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = checker.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	rep := gw.fleet.Snapshot().Lookup("silent")
+	for deadline := time.Now().Add(5 * time.Second); rep.State() != upstream.StateDown; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica is not down after 5 s of failed checks")
+		}
+	}
+	front := newFront(gw)
+	t.Cleanup(front.Close)
+	r := newRaw(t, front.URL+"/mcp", "2026-07-28")
+	start := time.Now()
+	resp := r.post(context.Background(), 6, "tools/call", sleepCall, nil)
+	defer resp.Body.Close()
+	evs, _ := readEvents(t, resp.Body)
+	if waited := time.Since(start); waited > 3*every+lostBound {
+		t.Errorf("the call to the down replica was answered after %v, want within %v", waited, 3*every+lostBound)
+	}
+	if len(evs) == 0 {
+		t.Fatal("no events")
+	}
+	checkLost(t, evs[len(evs)-1].text, "6", "silent")
+	<-s.holding
+}
