@@ -155,7 +155,9 @@ background go_vet staticcheck_root deploy_image deploy_helm &
 
 # The load runs measure rolling restarts and CPU shares on wall-clock time:
 # they run on their own below, not beside the other packages on two cores.
-run "go test -race" go test -race -count=1 -timeout 15m $(go list ./... | grep -v -e /internal/load -e /internal/sim$)
+# The fault matrix times its calls against health-check intervals: it
+# runs on its own below.
+run "go test -race" go test -race -count=1 -timeout 15m -skip '^TestFaultMatrix$' $(go list ./... | grep -v -e /internal/load -e /internal/sim$)
 
 # A simulator run is one goroutine by construction (its determinism tests
 # hold a run to the same bytes every time), and the race detector would
@@ -185,6 +187,15 @@ run "load: real fleets against the model, the chaos preset's rolling restarts, t
 # the race detector, whose process is not the one a user runs.
 run "slow readers: a gateway process's memory under 200 non-reading clients, over HTTP/1.1 and HTTP/2 (cmd/mcpfleet, without -race)" \
 	go test -count=1 -run '^TestSlowReadersMemory(H2)?$' -v ./cmd/mcpfleet
+
+# Toxiproxy between a gateway process, its replica and Redis: every fault
+# x era x call ends in the right answer or a JSON-RPC error within its
+# bound, no mutation runs twice or is lost. -v prints the table, and the
+# processes' JSON log lines, which are left out here.
+fault_matrix() {
+	go test -count=1 -timeout 5m -run '^TestFaultMatrix$' -v ./cmd/mcpfleet 2>&1 | grep -v '^{"time"'
+}
+run "fault matrix: Toxiproxy between a gateway process, its replica and Redis (cmd/mcpfleet, without -race)" fault_matrix
 
 # A real Jaeger takes the spans of a call through a gateway process and a
 # testserver replica, and its query API must show them as one trace.

@@ -114,7 +114,7 @@ func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger
 func (run *serviceRun) startBackground() error {
 	cfg := &run.svc.Config
 	run.bg = newBackground()
-	if copts := checkOptions(cfg, run.gw.Metrics().HealthChanged, run.log); copts != nil {
+	if copts := checkOptions(cfg, run.gw.HealthChanged, run.log); copts != nil {
 		checker, err := upstream.NewChecker(run.fleet, copts)
 		if err != nil {
 			run.bg.stop()

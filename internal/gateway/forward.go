@@ -42,10 +42,10 @@ type httpForwarder struct {
 
 var _ forwarder = (*httpForwarder)(nil)
 
-func newHTTPForwarder(dialTimeout time.Duration, proxies *identity.Proxies) *httpForwarder {
+func newHTTPForwarder(dialTimeout time.Duration, proxies *identity.Proxies, conns *connSet) *httpForwarder {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	return &httpForwarder{t: &http.Transport{
-		DialContext:         d.DialContext,
+		DialContext:         conns.wrap(d.DialContext),
 		MaxIdleConns:        4096,
 		MaxIdleConnsPerHost: 1024,
 		IdleConnTimeout:     90 * time.Second,
@@ -200,12 +200,13 @@ var _ forwarder = (*leanForwarder)(nil)
 
 // newLeanForwarder returns the forwarder of plain and TLS replicas; a
 // positive maxConns bounds the connections open to each replica; proxies
-// (nil: nobody) may name the client to them.
-func newLeanForwarder(dialTimeout time.Duration, maxConns int, proxies *identity.Proxies) *leanForwarder {
+// (nil: nobody) may name the client to them; conns keeps the connections
+// they open.
+func newLeanForwarder(dialTimeout time.Duration, maxConns int, proxies *identity.Proxies, conns *connSet) *leanForwarder {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
 	f := &leanForwarder{
-		pool:    h1.NewPool(d.DialContext, 1024, 90*time.Second),
-		tls:     newHTTPForwarder(dialTimeout, proxies),
+		pool:    h1.NewPool(conns.wrap(d.DialContext), 1024, 90*time.Second),
+		tls:     newHTTPForwarder(dialTimeout, proxies, conns),
 		proxies: proxies,
 	}
 	f.pool.SetMaxConns(maxConns)

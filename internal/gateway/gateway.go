@@ -39,6 +39,7 @@ type Gateway struct {
 	annotations *annotations      // which tools may run twice
 	idem        idem.Store        // idempotency records; nil: off
 	fwd         forwarder
+	conns       *connSet // the forwarders' connections, by replica address (connset.go)
 	log         *slog.Logger
 	metrics     *Metrics
 	seq         atomic.Uint64                // round-robin counter
@@ -115,6 +116,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 	ending, endStreams := context.WithCancel(base)
 	standalone, endStandalone := context.WithCancel(ending)
 	now := time.Now()
+	conns := newConnSet()
 	g := &Gateway{
 		started:       now,
 		warm:          newWarmup(now, &o),
@@ -132,7 +134,8 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		fleet:         fleet,
 		keys:          keys,
 		tasks:         o.Tasks,
-		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize, o.Proxies),
+		conns:         conns,
+		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize, o.Proxies, conns),
 		log:           log,
 		base:          base,
 		cancel:        cancel,

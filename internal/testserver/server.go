@@ -369,6 +369,13 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.Handle("/mcp", s.inflight.track(h))
 	mux.HandleFunc("/health", s.serveHealth)
+	if s.era != Era2026 {
+		// The 2024-11-05 HTTP+SSE transport over the same MCP server: GET
+		// opens a session's stream, whose endpoint event names this path
+		// with the session's ID, where its messages are POSTed.
+		mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s.mcp },
+			&mcp.SSEOptions{DisableLocalhostProtection: true})) // the gateway forwards with its own Host
+	}
 	if s.opts.ResourceMetadata {
 		mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.serveResourceMetadata)
 		mux.HandleFunc("GET /.well-known/oauth-protected-resource/", s.serveResourceMetadata)
