@@ -16,7 +16,8 @@ import (
 // with SIGSTOP) leaves the calls it holds waiting on connections that no
 // byte and no close will ever end: the gateway would relay them until the
 // client's own timeout. Its health checks fail meanwhile, and once they
-// take it down the gateway ends every connection it holds to it. The
+// take it down the gateway ends every connection to it that has read
+// nothing for a health-check interval (every one, with no interval). The
 // relays then read the end as they read a killed replica's, and answer
 // their calls with the replica_lost error ("A replica lost mid-call").
 // While it stays down, requests may still reach it (when no replica is
@@ -136,17 +137,27 @@ func dialAddr(u *url.URL) string {
 // HealthChanged is the health checker's OnChange (upstream.CheckOptions):
 // it counts the change, and when a replica goes down it ends the
 // connections the gateway holds to it, at its MCP and its SSE endpoint,
-// so that the calls waiting on them are answered now; then, while it
-// stays down, it ends every interval those that read nothing for as long.
+// that read nothing for an interval, so that the calls waiting on them are
+// answered now; then, while it stays down, it does the same every
+// interval.
 func (g *Gateway) HealthChanged(replica string, from, to upstream.State) {
 	g.metrics.HealthChanged(replica, from, to)
 	if to != upstream.StateDown || from == upstream.StateDown {
 		return
 	}
-	if n := g.endConns(replica, time.Time{}); n > 0 {
-		g.log.Warn("replica down: ended the connections to it", "replica", replica, "connections", n)
+	// A connection that read a byte within the last interval (a call's
+	// progress, a stream's keep-alive) is a replica that still answers
+	// though its checks fail: its calls go on. The sweep below ends it
+	// once it falls silent for as long.
+	every := g.opts.HealthCheckInterval
+	quiet := time.Time{}
+	if every > 0 {
+		quiet = time.Now().Add(-every)
 	}
-	if every := g.opts.HealthCheckInterval; every > 0 {
+	if n := g.endConns(replica, quiet); n > 0 {
+		g.log.Warn("replica down: ended the connections to it that read nothing for a health-check interval", "replica", replica, "connections", n)
+	}
+	if every > 0 {
 		g.conns.mu.Lock()
 		start := !g.conns.sweeping[replica]
 		g.conns.sweeping[replica] = true

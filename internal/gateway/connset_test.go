@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,4 +177,50 @@ func TestDownReplicaSweep(t *testing.T) {
 	}
 	checkLost(t, evs[len(evs)-1].text, "6", "silent")
 	<-s.holding
+}
+
+// TestDownReplicaThatStillAnswersKeepsItsCalls: a replica whose checks
+// fail while it still streams a call's progress keeps the call: only a
+// connection silent for a health-check interval is ended.
+func TestDownReplicaThatStillAnswersKeepsItsCalls(t *testing.T) {
+	started := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		f := w.(http.Flusher)
+		started <- struct{}{}
+		for i := range 16 { // 800 ms of progress, every 50 ms
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":%d}}\n\n", i)
+			f.Flush()
+			time.Sleep(50 * time.Millisecond)
+		}
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "flaky", URL: srv.URL + "/mcp"}}, &Options{KeepAlive: -1, HealthCheckInterval: 200 * time.Millisecond}, io.Discard)
+	front := newFront(gw)
+	t.Cleanup(front.Close)
+	r := newRaw(t, front.URL+"/mcp", "2026-07-28")
+	answered := make(chan string, 1)
+	go func() {
+		resp := r.post(context.Background(), 5, "tools/call", sleepCall, nil)
+		defer resp.Body.Close()
+		evs, _ := readEvents(t, resp.Body)
+		last := ""
+		if len(evs) > 0 {
+			last = evs[len(evs)-1].text
+		}
+		answered <- last
+	}()
+	<-started
+	time.Sleep(300 * time.Millisecond)
+	gw.HealthChanged("flaky", upstream.StateUp, upstream.StateDown)
+	select {
+	case last := <-answered:
+		if !strings.Contains(last, `"text":"done"`) {
+			t.Errorf("the call of a replica that still answered was ended: %s", last)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer")
+	}
 }
