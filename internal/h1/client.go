@@ -220,11 +220,20 @@ const (
 // (or holding unasked bytes) before anything was written on it.
 var errConnGone = errors.New("h1: kept-alive connection closed by its peer")
 
+// answer is what one exchange holds on the client side, in one
+// allocation: the response, its body and whether its context ended it.
+type answer struct {
+	resp      http.Response
+	body      Body
+	cancelled atomic.Bool
+}
+
 // exchange sends head (with as much of the body as fits) and body on c,
 // and reads the response's head. With reused, c is first checked as get
 // would check it.
 func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []byte) (resp *http.Response, delivered bool, err error) {
-	var cancelled atomic.Bool
+	x := &answer{}
+	cancelled := &x.cancelled
 	stop := context.AfterFunc(ctx, func() {
 		cancelled.Store(true)
 		c.close()
@@ -277,7 +286,8 @@ func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []
 		}
 		return nil, true, fail(err)
 	}
-	bd := &Body{p: p, c: c, stop: stop, cancelled: &cancelled, reuse: !h.Close}
+	bd := &x.body
+	*bd = Body{p: p, c: c, stop: stop, cancelled: cancelled, reuse: !h.Close}
 	switch h.Framing {
 	case NoBody:
 		bd.eof = true
@@ -289,7 +299,8 @@ func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []
 	case UntilClose:
 		bd.untilClose = true
 	}
-	resp = &http.Response{
+	resp = &x.resp
+	*resp = http.Response{
 		Status:        statusText(h.Status),
 		StatusCode:    h.Status,
 		Proto:         "HTTP/1.1",

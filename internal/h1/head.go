@@ -100,9 +100,15 @@ func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 	// The first fields go in arrays on the stack; a head with more spills
 	// to the heap. Small arrays keep the stacks of the goroutines that hold
 	// idle streams small.
+	// Values that are not common ones are copied into raw and become one
+	// string at the end, which they share: one allocation for all of them.
 	var (
 		keyArr, valArr [24]string
 		keys, vals     = keyArr[:0], valArr[:0]
+		spanArr        [24]valueSpan
+		spans          = spanArr[:0]
+		rawArr         [256]byte
+		raw            = rawArr[:0]
 		n              int
 	)
 	for {
@@ -127,8 +133,19 @@ func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 		if !validValue(v) {
 			return nil, malformed("bad header field value")
 		}
-		keys, vals = append(keys, canonicalKey(line[:colon])), append(vals, internValue(v))
+		s, ok := internValue(v)
+		if !ok {
+			spans = append(spans, valueSpan{field: n, from: len(raw), to: len(raw) + len(v)})
+			raw = append(raw, v...)
+		}
+		keys, vals = append(keys, canonicalKey(line[:colon])), append(vals, s)
 		n++
+	}
+	if len(spans) > 0 {
+		all := string(raw)
+		for _, sp := range spans {
+			vals[sp.field] = all[sp.from:sp.to]
+		}
 	}
 	h := make(http.Header, n)
 	values := make([]string, n)
@@ -383,35 +400,39 @@ func canonicalKey(b []byte) string {
 	return textproto.CanonicalMIMEHeaderKey(string(b))
 }
 
-// internValue returns common values without allocating.
-func internValue(b []byte) string {
+// valueSpan is where a field's value lies in readFields' raw bytes.
+type valueSpan struct{ field, from, to int }
+
+// internValue returns common values without allocating; ok is false for
+// the others.
+func internValue(b []byte) (s string, ok bool) {
 	switch string(b) {
 	case "application/json":
-		return "application/json"
+		return "application/json", true
 	case "text/event-stream":
-		return "text/event-stream"
+		return "text/event-stream", true
 	case "chunked":
-		return "chunked"
+		return "chunked", true
 	case "no-cache":
-		return "no-cache"
+		return "no-cache", true
 	case "close":
-		return "close"
+		return "close", true
 	case "keep-alive":
-		return "keep-alive"
+		return "keep-alive", true
 	case "Accept-Encoding":
-		return "Accept-Encoding"
+		return "Accept-Encoding", true
 	case "application/json, text/event-stream":
-		return "application/json, text/event-stream"
+		return "application/json, text/event-stream", true
 	case "2026-07-28":
-		return "2026-07-28"
+		return "2026-07-28", true
 	case "2025-11-25":
-		return "2025-11-25"
+		return "2025-11-25", true
 	case "tools/call":
-		return "tools/call"
+		return "tools/call", true
 	case "*/*":
-		return "*/*"
+		return "*/*", true
 	}
-	return string(b)
+	return "", false
 }
 
 // hasToken reports whether the comma-separated list v holds token (any case).

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -261,17 +262,26 @@ func (c *serverConn) refuse(e *RequestError) {
 	_, _ = c.nc.Write(b)
 }
 
+// exchange is what one request holds on the server side, in one
+// allocation: its answer, its body and its target.
+type exchange struct {
+	w    response
+	body requestBody
+	url  url.URL
+}
+
 // serveOne runs the handler for one request; after then ends it.
 func (c *serverConn) serveOne(head *RequestHead) *response {
-	u, err := url.ParseRequestURI(head.Target)
-	if err != nil {
+	x := &exchange{}
+	if !parseTarget(head.Target, &x.url) {
 		c.refuse(&RequestError{Status: http.StatusBadRequest, Reason: "bad request target"})
-		return &response{c: c, refused: true}
+		x.w = response{c: c, refused: true}
+		return &x.w
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	req := &http.Request{
 		Method:     head.Method,
-		URL:        u,
+		URL:        &x.url,
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: head.Minor,
@@ -285,12 +295,13 @@ func (c *serverConn) serveOne(head *RequestHead) *response {
 	if head.Minor == 0 {
 		req.Proto = "HTTP/1.0"
 	}
-	if u.Host != "" {
+	if x.url.Host != "" {
 		// RFC 9112 section 3.2.2: an absolute-form target's authority is
 		// the host, whatever the Host field says.
-		req.Host = u.Host
+		req.Host = x.url.Host
 	}
-	body := &requestBody{c: c, left: head.Length, expect: head.Continue}
+	body := &x.body
+	*body = requestBody{c: c, left: head.Length, expect: head.Continue}
 	switch {
 	case head.Chunked:
 		body.chunked = &chunkedReader{br: c.br}
@@ -302,10 +313,47 @@ func (c *serverConn) serveOne(head *RequestHead) *response {
 		c.releaseReadBuf()
 	}
 	req = req.WithContext(ctx)
-	w := &response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead, cancel: cancel}
+	w := &x.w
+	*w = response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead, cancel: cancel}
 	c.watch.begin(c.s.watch, c.nc, body, cancel)
 	w.completed = c.run(w, req)
 	return w
+}
+
+// parseTarget reads a request target into u as url.ParseRequestURI
+// would, and reports whether it could. An origin-form path of only
+// unreserved characters and slashes, as nearly every request has, is
+// taken as it is; anything else goes through url.ParseRequestURI.
+func parseTarget(target string, u *url.URL) bool {
+	if plainPath(target) {
+		*u = url.URL{Path: target}
+		return true
+	}
+	p, err := url.ParseRequestURI(target)
+	if err != nil {
+		return false
+	}
+	*u = *p
+	return true
+}
+
+// plainPath reports whether target is "/" followed by unreserved
+// characters (RFC 3986 section 2.3) and slashes only: a path that
+// url.ParseRequestURI takes as it is, with no RawPath, query or fragment.
+func plainPath(target string) bool {
+	if len(target) == 0 || target[0] != '/' || strings.HasPrefix(target, "//") {
+		return false
+	}
+	for i := 1; i < len(target); i++ {
+		c := target[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '/', c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // after ends the exchange once the handler has returned (or its detached
