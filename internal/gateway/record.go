@@ -64,6 +64,18 @@ func (g *Gateway) begin(r *http.Request) *record {
 	return &record{start: time.Now(), r: r}
 }
 
+// call is one MCP request's record and classification, in one allocation.
+type call struct {
+	rec record
+	q   request
+}
+
+// beginCall is begin for a request that classify will read into the
+// call's request.
+func (g *Gateway) beginCall(r *http.Request) *call {
+	return &call{rec: record{start: time.Now(), r: r}}
+}
+
 // reject answers with the gateway's own JSON-RPC error.
 func (rec *record) reject(w http.ResponseWriter, e *mcpmsg.Error, id []byte) {
 	rec.rejected, rec.status, rec.rejectCode = true, e.Status, int64(e.Code)
