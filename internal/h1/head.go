@@ -57,40 +57,45 @@ type Head struct {
 // MaxHeadBytes or MaxFields are refused with an error wrapping
 // ErrMalformed: nothing net/http's ReadResponse refuses is accepted.
 func ReadHead(br *bufio.Reader) (*Head, error) {
-	for range maxInterim + 1 {
-		h, err := readOne(br)
-		if err != nil {
-			return nil, err
-		}
-		if h.Status >= 200 {
-			return h, nil
-		}
-		if h.Status == http.StatusSwitchingProtocols {
-			return nil, malformed("101 switching protocols")
-		}
-	}
-	return nil, malformed("too many interim responses")
-}
-
-func readOne(br *bufio.Reader) (*Head, error) {
-	budget := MaxHeadBytes
-	line, err := readLine(br, &budget)
-	if err != nil {
-		return nil, err
-	}
 	h := &Head{}
-	var minor byte
-	if h.Status, minor, err = parseStatusLine(line); err != nil {
-		return nil, err
-	}
-	h.Close = minor == '0'
-	if h.Header, err = readFields(br, &budget); err != nil {
-		return nil, err
-	}
-	if err := h.frame(minor); err != nil {
+	if err := readHeadInto(br, h); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// readHeadInto is ReadHead into h, which the client keeps on its stack.
+func readHeadInto(br *bufio.Reader, h *Head) error {
+	for range maxInterim + 1 {
+		if err := readOne(br, h); err != nil {
+			return err
+		}
+		if h.Status >= 200 {
+			return nil
+		}
+		if h.Status == http.StatusSwitchingProtocols {
+			return malformed("101 switching protocols")
+		}
+	}
+	return malformed("too many interim responses")
+}
+
+func readOne(br *bufio.Reader, h *Head) error {
+	budget := MaxHeadBytes
+	line, err := readLine(br, &budget)
+	if err != nil {
+		return err
+	}
+	*h = Head{}
+	var minor byte
+	if h.Status, minor, err = parseStatusLine(line); err != nil {
+		return err
+	}
+	h.Close = minor == '0'
+	if h.Header, err = readFields(br, &budget); err != nil {
+		return err
+	}
+	return h.frame(minor)
 }
 
 // readFields reads header fields up to the blank line that ends them.
