@@ -49,6 +49,10 @@ type record struct {
 	leave    func()
 	detached func()
 
+	// writer is the client's writer of relay, the one relay of a request,
+	// kept here so that it is not an allocation of its own.
+	writer clientWriter
+
 	// For tracing (trace.go): the spans, and what the gateway decided.
 	span         trace.Span     // the server span; nil when tracing is off
 	attempt      trace.Span     // the answering attempt's client span
