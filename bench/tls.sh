@@ -160,6 +160,7 @@ for round in $(seq "${ROUNDS_H1:-$ROUNDS}"); do
 				printf "%s\t%s\t%.0f\t%.2f\t%.0f\t%.0f\n", r, n, rps, p99, (reqs > 0 ? c * 1e6 / tick / reqs : 0), lg * 100 / dur / ncpu}' "$WORK/wrk.txt" | tee -a "$WORK/runs.tsv"
 	done
 done
+if [[ -z ${ROUNDS_H1:-} ]]; then
 echo
 echo "== medians over $ROUNDS rounds of $DUR, $CONNS connections (req/s, p99 ms, CPU us per request, load generator's CPU %) =="
 awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]=$4; u[k,c[k]]=$5; g[k,c[k]]=$6}
@@ -168,6 +169,7 @@ awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]
 		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
 	END {printf "target\treq_per_s\tp99_ms\tcpu_us_per_req\tloadgen_cpu_pct\n"
 		for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.0f\t%.0f\n", k, med(r,k,c[k]), med(p,k,c[k]), med(u,k,c[k]), med(g,k,c[k])}}' "$WORK/runs.tsv" | column -t -s $'\t'
+fi
 
 [[ " $PROTOCOLS " == *" h2 "* ]] || exit 0
 command -v h2load >/dev/null || { log "h2load not found (apt-get install nghttp2-client): HTTP/2 not measured"; exit 0; }
