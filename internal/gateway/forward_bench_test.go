@@ -64,8 +64,7 @@ func rawBackend(b *testing.B) string {
 			if err != nil {
 				return
 			}
-			b.Cleanup(func() { c.Close() })
-			go serveRaw(c)
+			go serveRaw(c) // ends when its client (the gateway's pool) closes
 		}
 	}()
 	return ln.Addr().String()
