@@ -26,8 +26,15 @@
 # STRACE (set, with ACCESS_LOG: after the rounds, each target's system calls
 # per request, by strace -c -f over a 2 s wrk run, the requests counted by
 # the access log's lines; nginx's worker is the one traced).
+# LIGHT (set: the light load generator, whose figures are the ones of
+# record: one wrk thread and one fixed request, a tools/call with one bearer
+# token and one id, built once, so that wrk does not take most of the
+# machine; unset: two threads and a Lua function that builds each request
+# with its own token and id).
 # Allocations per request are each mcpfleet's go_memstats_mallocs_total
-# (its admin listener) over a run, divided by its requests.
+# (its admin listener) over a run, divided by its requests. The load
+# generator's own CPU share (user+system time over the run, as a share of
+# all the machine's cores) is printed beside each run.
 set -euo pipefail
 
 [[ $# -gt 0 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
@@ -36,6 +43,9 @@ DUR=${DURATION:-6s}
 CONNS=${CONNECTIONS:-32}
 LEVEL=warn
 [[ -n ${ACCESS_LOG:-} ]] && LEVEL=info
+THREADS=2
+[[ -n ${LIGHT:-} ]] && THREADS=1
+NCPU=$(nproc)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -104,6 +114,19 @@ request = function()
   return wrk.format("POST", "/mcp", h, '{"jsonrpc":"2.0","id":"' .. t .. '-' .. n .. body)
 end
 LUA
+if [[ -n ${LIGHT:-} ]]; then
+	cat >"$WORK/a.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+wrk.headers["Host"] = "127.0.0.1"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
+wrk.headers["Mcp-Method"] = "tools/call"
+wrk.headers["Mcp-Name"] = "echo"
+wrk.headers["Authorization"] = "Bearer tok-1"
+LUA
+fi
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # mallocs N: the Go allocations of target N so far; "" for nginx.
@@ -112,29 +135,30 @@ mallocs() {
 	curl -s "http://127.0.0.1:${ADMIN[$1]}/metrics" | awk '/^go_memstats_mallocs_total /{printf "%.0f", $2}'
 }
 TICK=$(getconf CLK_TCK)
-printf 'round\ttarget\treq_per_s\tp50\tp99\tcpu_us_per_req\tallocs_per_req\n' >"$WORK/runs.tsv"
+printf 'round\ttarget\treq_per_s\tp50\tp99\tcpu_us_per_req\tallocs_per_req\tloadgen_cpu_pct\n' >"$WORK/runs.tsv"
 for round in $(seq "$ROUNDS"); do
 	for n in "${NAMES[@]}"; do
 		c0=$(cpu_ticks "${PID[$n]}")
 		m0=$(mallocs "$n")
-		wrk -t2 -c"$CONNS" -d"$DUR" --latency -s "$WORK/a.lua" "http://127.0.0.1:${PORT[$n]}/mcp" >"$WORK/wrk.txt" 2>&1 || true
+		loadgen "$WORK/wrk.txt" wrk -t"$THREADS" -c"$CONNS" -d"$DUR" --latency -s "$WORK/a.lua" "http://127.0.0.1:${PORT[$n]}/mcp" || true
 		c1=$(cpu_ticks "${PID[$n]}")
 		m1=$(mallocs "$n")
-		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" -v m0="$m0" -v m1="$m1" '
+		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" -v m0="$m0" -v m1="$m1" \
+			-v lg="$(cat "$WORK/loadgen.cpu")" -v dur="${DUR%s}" -v ncpu="$NCPU" '
 			function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
 			/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} /^ +50%/ {p50=ms($2)} /^ +99%/ {p99=ms($2)}
-			END {printf "%s\t%s\t%.0f\t%.2f\t%.2f\t%.0f\t%s\n", r, n, rps, p50, p99, (reqs > 0 ? c * 1e6 / tick / reqs : 0),
-				(m0 != "" && reqs > 0 ? sprintf("%.1f", (m1 - m0) / reqs) : "-")}' "$WORK/wrk.txt" | tee -a "$WORK/runs.tsv"
+			END {printf "%s\t%s\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t%.0f\n", r, n, rps, p50, p99, (reqs > 0 ? c * 1e6 / tick / reqs : 0),
+				(m0 != "" && reqs > 0 ? sprintf("%.1f", (m1 - m0) / reqs) : "-"), lg * 100 / dur / ncpu}' "$WORK/wrk.txt" | tee -a "$WORK/runs.tsv"
 	done
 done
 echo
-echo "== medians over $ROUNDS rounds (req/s, p50 ms, p99 ms, CPU us per request, allocations per request) =="
-awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; q[k,c[k]]=$4; p[k,c[k]]=$5; u[k,c[k]]=$6; a[k,c[k]]=$7}
+echo "== medians over $ROUNDS rounds (req/s, p50 ms, p99 ms, CPU us per request, allocations per request, load generator's CPU %) =="
+awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; q[k,c[k]]=$4; p[k,c[k]]=$5; u[k,c[k]]=$6; a[k,c[k]]=$7; g[k,c[k]]=$8}
 	function med(a, k, n,   i, j, t, v) { for (i=1;i<=n;i++) v[i]=a[k,i]+0
 		for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (v[j]<v[i]) {t=v[i]; v[i]=v[j]; v[j]=t}
 		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
-	END {for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.2f\t%.0f\t%s\n", k, med(r,k,c[k]), med(q,k,c[k]), med(p,k,c[k]), med(u,k,c[k]),
-		(a[k,1] == "-" ? "-" : sprintf("%.1f", med(a,k,c[k])))}}' "$WORK/runs.tsv" | column -t -s $'\t'
+	END {for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t%.0f\n", k, med(r,k,c[k]), med(q,k,c[k]), med(p,k,c[k]), med(u,k,c[k]),
+		(a[k,1] == "-" ? "-" : sprintf("%.1f", med(a,k,c[k]))), med(g,k,c[k])}}' "$WORK/runs.tsv" | column -t -s $'\t'
 
 [[ -n ${STRACE:-} && -n ${ACCESS_LOG:-} ]] || exit 0
 command -v strace >/dev/null || { echo "strace not found (apt-get install strace): no system call counts" >&2; exit 0; }
@@ -156,7 +180,7 @@ for n in "${NAMES[@]}"; do
 	s=$!
 	sleep 1
 	l0=$(lines "$n")
-	wrk -t2 -c"$CONNS" -d2s -s "$WORK/a.lua" "http://127.0.0.1:${PORT[$n]}/mcp" >/dev/null 2>&1 || true
+	wrk -t"$THREADS" -c"$CONNS" -d2s -s "$WORK/a.lua" "http://127.0.0.1:${PORT[$n]}/mcp" >/dev/null 2>&1 || true
 	sleep 0.2 # the last lines reach the log (mcpfleet writes its log every 10 ms)
 	l1=$(lines "$n")
 	kill -INT "$s" 2>/dev/null || true

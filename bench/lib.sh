@@ -122,3 +122,14 @@ NGX
 	} >"$WORK/nginx/$port/nginx.conf"
 	echo "$WORK/nginx/$port/nginx.conf"
 }
+
+# loadgen OUT CMD...: runs the load generator CMD, its output to the file
+# OUT, and writes the CPU it took (user+system seconds) to
+# $WORK/loadgen.cpu.
+loadgen() {
+	local TIMEFORMAT='%U %S' out=$1 rc=0
+	shift
+	{ time "$@" >"$out" 2>&1; } 2>"$WORK/loadgen.time" || rc=$?
+	awk '{print $1 + $2}' "$WORK/loadgen.time" >"$WORK/loadgen.cpu"
+	return $rc
+}

@@ -26,7 +26,12 @@
 # exit; loopback only.
 #
 # Env: ROUNDS (3), DURATION (5s), CONNECTIONS (32), STREAMS (8),
-#      TARGETS ("mcpfleet-tls nginx-tls mcpfleet mcpfleet-std nginx").
+#      TARGETS ("mcpfleet-tls nginx-tls mcpfleet mcpfleet-std nginx"),
+#      PROTOCOLS ("h1 h2": wrk's rounds, h2load's rounds, or both),
+#      ACCESS_LOG (set: nginx writes its combined access log to a file and
+#      mcpfleet runs at --log-level info, a line per request to a file).
+# The load generator's own CPU share (user+system time over the run, as a
+# share of all the machine's cores) is printed beside each run.
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -34,6 +39,10 @@ DUR=${DURATION:-5s}
 CONNS=${CONNECTIONS:-32}
 STREAMS=${STREAMS:-8}
 TARGETS=${TARGETS:-"mcpfleet-tls nginx-tls mcpfleet mcpfleet-std nginx"}
+PROTOCOLS=${PROTOCOLS:-"h1 h2"}
+LEVEL=warn
+[[ -n ${ACCESS_LOG:-} ]] && LEVEL=info
+NCPU=$(nproc)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$ROOT/bench/lib.sh"
@@ -57,7 +66,7 @@ UPS=()
 for p in "${B[@]}"; do UPS+=(--upstream "http://127.0.0.1:$p/mcp"); done
 
 declare -A PORT PID SCHEME
-GW=(serve --health-check-interval 0 --log-level warn "${UPS[@]}")
+GW=(serve --health-check-interval 0 --log-level "$LEVEL" "${UPS[@]}")
 # start NAME SCHEME CMD...: one target in the background; "@" in CMD
 # becomes its port.
 start() {
@@ -136,54 +145,60 @@ done
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICK=$(getconf CLK_TCK)
-printf 'round\ttarget\treq_per_s\tp99\tcpu_us_per_req\n' >"$WORK/runs.tsv"
-for round in $(seq "$ROUNDS"); do
+printf 'round\ttarget\treq_per_s\tp99\tcpu_us_per_req\tloadgen_cpu_pct\n' >"$WORK/runs.tsv"
+[[ " $PROTOCOLS " == *" h1 "* ]] || ROUNDS_H1=0
+for round in $(seq "${ROUNDS_H1:-$ROUNDS}"); do
 	for n in "${NAMES[@]}"; do
 		c0=$(cpu_ticks "${PID[$n]}")
-		timeout 120 wrk -t2 -c"$CONNS" -d"$DUR" --latency -s "$WORK/a.lua" "${SCHEME[$n]}://127.0.0.1:${PORT[$n]}/mcp" >"$WORK/wrk.txt" 2>&1 || true
+		loadgen "$WORK/wrk.txt" timeout 120 wrk -t2 -c"$CONNS" -d"$DUR" --latency -s "$WORK/a.lua" "${SCHEME[$n]}://127.0.0.1:${PORT[$n]}/mcp" || true
 		c1=$(cpu_ticks "${PID[$n]}")
-		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" '
+		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" \
+			-v lg="$(cat "$WORK/loadgen.cpu")" -v dur="${DUR%s}" -v ncpu="$NCPU" '
 			function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
 			/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} /^ +99%/ {p99=ms($2)} /Non-2xx/ {non=$NF}
 			END {if (non > 0) printf "%s: %s non-2xx answers\n", n, non > "/dev/stderr"
-				printf "%s\t%s\t%.0f\t%.2f\t%.0f\n", r, n, rps, p99, (reqs > 0 ? c * 1e6 / tick / reqs : 0)}' "$WORK/wrk.txt" | tee -a "$WORK/runs.tsv"
+				printf "%s\t%s\t%.0f\t%.2f\t%.0f\t%.0f\n", r, n, rps, p99, (reqs > 0 ? c * 1e6 / tick / reqs : 0), lg * 100 / dur / ncpu}' "$WORK/wrk.txt" | tee -a "$WORK/runs.tsv"
 	done
 done
+if [[ -z ${ROUNDS_H1:-} ]]; then
 echo
-echo "== medians over $ROUNDS rounds of $DUR, $CONNS connections (req/s, p99 ms, CPU us per request) =="
-awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]=$4; u[k,c[k]]=$5}
+echo "== medians over $ROUNDS rounds of $DUR, $CONNS connections (req/s, p99 ms, CPU us per request, load generator's CPU %) =="
+awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]=$4; u[k,c[k]]=$5; g[k,c[k]]=$6}
 	function med(a, k, n,   i, j, t, v) { for (i=1;i<=n;i++) v[i]=a[k,i]+0
 		for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (v[j]<v[i]) {t=v[i]; v[i]=v[j]; v[j]=t}
 		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
-	END {printf "target\treq_per_s\tp99_ms\tcpu_us_per_req\n"
-		for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.0f\n", k, med(r,k,c[k]), med(p,k,c[k]), med(u,k,c[k])}}' "$WORK/runs.tsv" | column -t -s $'\t'
+	END {printf "target\treq_per_s\tp99_ms\tcpu_us_per_req\tloadgen_cpu_pct\n"
+		for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.0f\t%.0f\n", k, med(r,k,c[k]), med(p,k,c[k]), med(u,k,c[k]), med(g,k,c[k])}}' "$WORK/runs.tsv" | column -t -s $'\t'
+fi
 
+[[ " $PROTOCOLS " == *" h2 "* ]] || exit 0
 command -v h2load >/dev/null || { log "h2load not found (apt-get install nghttp2-client): HTTP/2 not measured"; exit 0; }
 BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
 printf '%s' "$BODY" >"$WORK/body.json"
-printf 'round\ttarget\treq_per_s\tmean_ms\tcpu_us_per_req\n' >"$WORK/h2.tsv"
+printf 'round\ttarget\treq_per_s\tmean_ms\tcpu_us_per_req\tloadgen_cpu_pct\n' >"$WORK/h2.tsv"
 for round in $(seq "$ROUNDS"); do
 	for n in "${NAMES[@]}"; do
 		[[ ${SCHEME[$n]} == https ]] || continue
 		c0=$(cpu_ticks "${PID[$n]}")
-		timeout 120 h2load -D "${DUR%s}" -c "$CONNS" -m "$STREAMS" -d "$WORK/body.json" \
+		loadgen "$WORK/h2load.txt" timeout 120 h2load -D "${DUR%s}" -c "$CONNS" -m "$STREAMS" -d "$WORK/body.json" \
 			-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
 			-H 'Mcp-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' -H 'Authorization: Bearer tok-1' \
-			"https://127.0.0.1:${PORT[$n]}/mcp" >"$WORK/h2load.txt" 2>&1 || true
+			"https://127.0.0.1:${PORT[$n]}/mcp" || true
 		c1=$(cpu_ticks "${PID[$n]}")
-		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" '
+		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" \
+			-v lg="$(cat "$WORK/loadgen.cpu")" -v dur="${DUR%s}" -v ncpu="$NCPU" '
 			function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
 			/^finished in/ {rps=$4} /^requests:/ {done=$6} /^status codes:/ {ok=$3}
 			/^time for request:/ {mean=ms($6)}
 			END {if (ok < done) printf "%s: %s requests done, %s 2xx\n", n, done, ok > "/dev/stderr"
-				printf "%s\t%s\t%.0f\t%.2f\t%.0f\n", r, n, rps, mean, (done > 0 ? c * 1e6 / tick / done : 0)}' "$WORK/h2load.txt" | tee -a "$WORK/h2.tsv"
+				printf "%s\t%s\t%.0f\t%.2f\t%.0f\t%.0f\n", r, n, rps, mean, (done > 0 ? c * 1e6 / tick / done : 0), lg * 100 / dur / ncpu}' "$WORK/h2load.txt" | tee -a "$WORK/h2.tsv"
 	done
 done
 echo
-echo "== HTTP/2 (h2load), medians over $ROUNDS rounds of $DUR, $CONNS connections x $STREAMS streams (req/s, mean ms, CPU us per request) =="
-awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]=$4; u[k,c[k]]=$5}
+echo "== HTTP/2 (h2load), medians over $ROUNDS rounds of $DUR, $CONNS connections x $STREAMS streams (req/s, mean ms, CPU us per request, load generator's CPU %) =="
+awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; p[k,c[k]]=$4; u[k,c[k]]=$5; g[k,c[k]]=$6}
 	function med(a, k, n,   i, j, t, v) { for (i=1;i<=n;i++) v[i]=a[k,i]+0
 		for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (v[j]<v[i]) {t=v[i]; v[i]=v[j]; v[j]=t}
 		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
-	END {printf "target\treq_per_s\tmean_ms\tcpu_us_per_req\n"
-		for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.0f\n", k, med(r,k,c[k]), med(p,k,c[k]), med(u,k,c[k])}}' "$WORK/h2.tsv" | column -t -s $'\t'
+	END {printf "target\treq_per_s\tmean_ms\tcpu_us_per_req\tloadgen_cpu_pct\n"
+		for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.0f\t%.0f\n", k, med(r,k,c[k]), med(p,k,c[k]), med(u,k,c[k]), med(g,k,c[k])}}' "$WORK/h2.tsv" | column -t -s $'\t'

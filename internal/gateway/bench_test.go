@@ -19,33 +19,6 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
-// BenchmarkForwardJSON measures the whole forwarding path on loopback: a
-// 2026-07-28 tools/call through the gateway to a backend answering canned
-// JSON. Compare with BenchmarkDirectJSON for the gateway's own cost.
-func BenchmarkForwardJSON(b *testing.B) {
-	backend := cannedBackend()
-	defer backend.Close()
-	fl, err := upstream.New([]upstream.Spec{{Name: "canned", URL: backend.URL + "/mcp"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	gw, err := New(fl, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gw.Close()
-	front := newFront(gw)
-	defer front.Close()
-	benchPost(b, front.URL+"/mcp")
-}
-
-// BenchmarkDirectJSON is the same request sent straight to the backend.
-func BenchmarkDirectJSON(b *testing.B) {
-	backend := cannedBackend()
-	defer backend.Close()
-	benchPost(b, backend.URL+"/mcp")
-}
-
 var cannedAnswer = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ok"}]}}`)
 
 func cannedBackend() *httptest.Server {

@@ -53,8 +53,8 @@ func (q *request) id() []byte {
 
 // classify reads the body (POST) and works out era, method and session. It
 // decodes only the members routing needs (mcpmsg.Parse).
-func (g *Gateway) classify(w http.ResponseWriter, r *http.Request) (*request, *mcpmsg.Error) {
-	q := &request{label: httpMethodLabel(r.Method)}
+func (g *Gateway) classify(w http.ResponseWriter, r *http.Request, q *request) (*request, *mcpmsg.Error) {
+	*q = request{label: httpMethodLabel(r.Method)}
 	switch ids := r.Header[mcpmsg.HeaderSessionID]; {
 	case len(ids) > 1:
 		return q, errSessionRepeated

@@ -44,17 +44,40 @@ func (g *Gateway) forwardAwait(ctx context.Context, w http.ResponseWriter, r *ht
 	if !g.mayOpenEarly(r, q) {
 		return g.send(ctx, r, q, t, rec), nil
 	}
-	o := &earlyOpener{g: g, w: w, r: r, rec: rec}
-	timer := time.AfterFunc(g.opts.KeepAlive, o.open)
+	o := earlyOpeners.Get().(*earlyOpener)
+	o.mu.Lock()
+	o.g, o.w, o.r, o.rec, o.settled, o.sw = g, w, r, rec, false, nil
+	o.mu.Unlock()
+	if o.t == nil {
+		o.t = time.AfterFunc(g.opts.KeepAlive, o.open)
+	} else {
+		o.t.Reset(g.opts.KeepAlive)
+	}
 	res := g.send(ctx, r, q, t, rec)
-	timer.Stop()
-	return res, o.settle()
+	stopped := o.t.Stop()
+	sw := o.settle()
+	if stopped {
+		// The timer never ran open: the opener is nobody's now. One that
+		// fired may still be in open (which settle has made a no-op), and
+		// is left to it.
+		o.mu.Lock()
+		o.g, o.w, o.r, o.rec, o.sw = nil, nil, nil, nil, nil
+		o.mu.Unlock()
+		earlyOpeners.Put(o)
+	}
+	return res, sw
 }
+
+// earlyOpeners holds openers with their timers, stopped, for the next
+// request: most never fire, and a timer and its callback made for each
+// request were three allocations.
+var earlyOpeners = sync.Pool{New: func() any { return new(earlyOpener) }}
 
 // earlyOpener opens the client's SSE stream from a timer while the
 // handler's goroutine waits on the replica. Its mutex orders the two: once
 // settle returns, the timer writes nothing more to the response.
 type earlyOpener struct {
+	t       *time.Timer // runs open; made once, reset for each request
 	g       *Gateway
 	w       http.ResponseWriter
 	r       *http.Request

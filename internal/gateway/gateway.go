@@ -244,7 +244,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	rec := g.begin(r)
+	c := g.beginCall(r)
+	rec := &c.rec
 	defer func() {
 		if rec.parked {
 			return // the stream ends it (pumping.resume)
@@ -268,7 +269,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.reject(w, errMethod, nil)
 		return
 	}
-	q, rerr := g.classify(w, r)
+	q, rerr := g.classify(w, r, &c.q)
 	q.verified = verified
 	rec.q = q
 	if g.tr != nil {

@@ -49,6 +49,10 @@ type record struct {
 	leave    func()
 	detached func()
 
+	// writer is the client's writer of relay, the one relay of a request,
+	// kept here so that it is not an allocation of its own.
+	writer clientWriter
+
 	// For tracing (trace.go): the spans, and what the gateway decided.
 	span          trace.Span     // the server span; nil when tracing is off
 	attempt       trace.Span     // the answering attempt's client span
@@ -64,6 +68,18 @@ type record struct {
 
 func (g *Gateway) begin(r *http.Request) *record {
 	return &record{start: time.Now(), r: r}
+}
+
+// call is one MCP request's record and classification, in one allocation.
+type call struct {
+	rec record
+	q   request
+}
+
+// beginCall is begin for a request that classify will read into the
+// call's request.
+func (g *Gateway) beginCall(r *http.Request) *call {
+	return &call{rec: record{start: time.Now(), r: r}}
 }
 
 // reject answers with the gateway's own JSON-RPC error.

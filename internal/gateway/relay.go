@@ -69,7 +69,8 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 		rec.claim.sse = true // a duplicate that accepts SSE gets its answer the same way
 	}
 	w.WriteHeader(resp.StatusCode)
-	cw := newClientWriter(w, g.opts.WriteTimeout)
+	cw := &rec.writer
+	*cw = clientWriter{w: w, rc: *http.NewResponseController(w), timeout: g.opts.WriteTimeout}
 	if !stream {
 		g.relayJSON(cw, q, resp, rec, first, ferr, *bp)
 		return

@@ -78,9 +78,24 @@ type conn struct {
 	idleSince time.Time
 	p         *Pool
 	closed    atomic.Bool
+	// cancelled: the context of the exchange on it ended, and abort closed
+	// it. A connection so closed is never pooled again, so the flag is of
+	// its one exchange.
+	cancelled atomic.Bool
+	abort     func() // made once: sets cancelled and closes the connection
 
 	pmu    sync.Mutex
 	parked *parking // a parked body's wake-up (Body.Park)
+}
+
+// newConn returns a connection to addr of p's, not yet dialled.
+func newConn(addr string, p *Pool) *conn {
+	c := &conn{addr: addr, p: p}
+	c.abort = func() {
+		c.cancelled.Store(true)
+		c.close()
+	}
+	return c
 }
 
 // parking is a parked body's place in the poll set and what wakes it.
@@ -220,19 +235,23 @@ const (
 // (or holding unasked bytes) before anything was written on it.
 var errConnGone = errors.New("h1: kept-alive connection closed by its peer")
 
+// answer is what one exchange holds on the client side, in one
+// allocation: the response and its body.
+type answer struct {
+	resp http.Response
+	body Body
+}
+
 // exchange sends head (with as much of the body as fits) and body on c,
 // and reads the response's head. With reused, c is first checked as get
 // would check it.
 func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []byte) (resp *http.Response, delivered bool, err error) {
-	var cancelled atomic.Bool
-	stop := context.AfterFunc(ctx, func() {
-		cancelled.Store(true)
-		c.close()
-	})
+	x := &answer{}
+	cw := watchCancel(ctx, c.abort)
 	fail := func(err error) error {
-		stop()
+		cw.stopWatch()
 		c.close()
-		if cancelled.Load() {
+		if c.cancelled.Load() {
 			if cerr := ctx.Err(); cerr != nil {
 				return cerr
 			}
@@ -270,14 +289,15 @@ func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []
 			}
 		}
 	}
-	h, err := ReadHead(c.br)
-	if err != nil {
+	var h Head
+	if err := readHeadInto(c.br, &h); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return nil, true, fail(err)
 	}
-	bd := &Body{p: p, c: c, stop: stop, cancelled: &cancelled, reuse: !h.Close}
+	bd := &x.body
+	*bd = Body{p: p, c: c, watch: cw, cancelled: &c.cancelled, reuse: !h.Close}
 	switch h.Framing {
 	case NoBody:
 		bd.eof = true
@@ -289,7 +309,8 @@ func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []
 	case UntilClose:
 		bd.untilClose = true
 	}
-	resp = &http.Response{
+	resp = &x.resp
+	*resp = http.Response{
 		Status:        statusText(h.Status),
 		StatusCode:    h.Status,
 		Proto:         "HTTP/1.1",
@@ -385,7 +406,7 @@ func (p *Pool) get(ctx context.Context, addr string, check bool) (c *conn, reuse
 			return nil, false, ctx.Err()
 		}
 	}
-	c = &conn{addr: addr, p: p}
+	c = newConn(addr, p)
 	nc, err := p.dial(ctx, "tcp", addr)
 	if err != nil {
 		c.closed.Store(true)

@@ -57,40 +57,45 @@ type Head struct {
 // MaxHeadBytes or MaxFields are refused with an error wrapping
 // ErrMalformed: nothing net/http's ReadResponse refuses is accepted.
 func ReadHead(br *bufio.Reader) (*Head, error) {
-	for range maxInterim + 1 {
-		h, err := readOne(br)
-		if err != nil {
-			return nil, err
-		}
-		if h.Status >= 200 {
-			return h, nil
-		}
-		if h.Status == http.StatusSwitchingProtocols {
-			return nil, malformed("101 switching protocols")
-		}
-	}
-	return nil, malformed("too many interim responses")
-}
-
-func readOne(br *bufio.Reader) (*Head, error) {
-	budget := MaxHeadBytes
-	line, err := readLine(br, &budget)
-	if err != nil {
-		return nil, err
-	}
 	h := &Head{}
-	var minor byte
-	if h.Status, minor, err = parseStatusLine(line); err != nil {
-		return nil, err
-	}
-	h.Close = minor == '0'
-	if h.Header, err = readFields(br, &budget); err != nil {
-		return nil, err
-	}
-	if err := h.frame(minor); err != nil {
+	if err := readHeadInto(br, h); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// readHeadInto is ReadHead into h, which the client keeps on its stack.
+func readHeadInto(br *bufio.Reader, h *Head) error {
+	for range maxInterim + 1 {
+		if err := readOne(br, h); err != nil {
+			return err
+		}
+		if h.Status >= 200 {
+			return nil
+		}
+		if h.Status == http.StatusSwitchingProtocols {
+			return malformed("101 switching protocols")
+		}
+	}
+	return malformed("too many interim responses")
+}
+
+func readOne(br *bufio.Reader, h *Head) error {
+	budget := MaxHeadBytes
+	line, err := readLine(br, &budget)
+	if err != nil {
+		return err
+	}
+	*h = Head{}
+	var minor byte
+	if h.Status, minor, err = parseStatusLine(line); err != nil {
+		return err
+	}
+	h.Close = minor == '0'
+	if h.Header, err = readFields(br, &budget); err != nil {
+		return err
+	}
+	return h.frame(minor)
 }
 
 // readFields reads header fields up to the blank line that ends them.
@@ -100,9 +105,15 @@ func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 	// The first fields go in arrays on the stack; a head with more spills
 	// to the heap. Small arrays keep the stacks of the goroutines that hold
 	// idle streams small.
+	// Values that are not common ones are copied into raw and become one
+	// string at the end, which they share: one allocation for all of them.
 	var (
 		keyArr, valArr [24]string
 		keys, vals     = keyArr[:0], valArr[:0]
+		spanArr        [24]valueSpan
+		spans          = spanArr[:0]
+		rawArr         [256]byte
+		raw            = rawArr[:0]
 		n              int
 	)
 	for {
@@ -127,8 +138,19 @@ func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 		if !validValue(v) {
 			return nil, malformed("bad header field value")
 		}
-		keys, vals = append(keys, canonicalKey(line[:colon])), append(vals, internValue(v))
+		s, ok := internValue(v)
+		if !ok {
+			spans = append(spans, valueSpan{field: n, from: len(raw), to: len(raw) + len(v)})
+			raw = append(raw, v...)
+		}
+		keys, vals = append(keys, canonicalKey(line[:colon])), append(vals, s)
 		n++
+	}
+	if len(spans) > 0 {
+		all := string(raw)
+		for _, sp := range spans {
+			vals[sp.field] = all[sp.from:sp.to]
+		}
 	}
 	h := make(http.Header, n)
 	values := make([]string, n)
@@ -383,35 +405,39 @@ func canonicalKey(b []byte) string {
 	return textproto.CanonicalMIMEHeaderKey(string(b))
 }
 
-// internValue returns common values without allocating.
-func internValue(b []byte) string {
+// valueSpan is where a field's value lies in readFields' raw bytes.
+type valueSpan struct{ field, from, to int }
+
+// internValue returns common values without allocating; ok is false for
+// the others.
+func internValue(b []byte) (s string, ok bool) {
 	switch string(b) {
 	case "application/json":
-		return "application/json"
+		return "application/json", true
 	case "text/event-stream":
-		return "text/event-stream"
+		return "text/event-stream", true
 	case "chunked":
-		return "chunked"
+		return "chunked", true
 	case "no-cache":
-		return "no-cache"
+		return "no-cache", true
 	case "close":
-		return "close"
+		return "close", true
 	case "keep-alive":
-		return "keep-alive"
+		return "keep-alive", true
 	case "Accept-Encoding":
-		return "Accept-Encoding"
+		return "Accept-Encoding", true
 	case "application/json, text/event-stream":
-		return "application/json, text/event-stream"
+		return "application/json, text/event-stream", true
 	case "2026-07-28":
-		return "2026-07-28"
+		return "2026-07-28", true
 	case "2025-11-25":
-		return "2025-11-25"
+		return "2025-11-25", true
 	case "tools/call":
-		return "tools/call"
+		return "tools/call", true
 	case "*/*":
-		return "*/*"
+		return "*/*", true
 	}
-	return string(b)
+	return "", false
 }
 
 // hasToken reports whether the comma-separated list v holds token (any case).

@@ -51,25 +51,31 @@ type RequestHead struct {
 // repeated Host in HTTP/1.1, and versions other than HTTP/1.0 and 1.1. An
 // error that is not a *RequestError is the connection's (EOF, a timeout).
 func ReadRequestHead(br *bufio.Reader, maxBytes int) (*RequestHead, error) {
+	h := &RequestHead{}
+	if err := readRequestHeadInto(br, maxBytes, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// readRequestHeadInto is ReadRequestHead into h, which the server keeps on its
+// stack.
+func readRequestHeadInto(br *bufio.Reader, maxBytes int, h *RequestHead) error {
 	budget := maxBytes
 	// RFC 9112 section 2.2 says a server SHOULD ignore an empty line before
 	// a request; net/http does not, and neither does this, so that the two
 	// agree on where every request starts.
 	line, err := readLine(br, &budget)
 	if err != nil {
-		return nil, requestErr(err)
+		return requestErr(err)
 	}
-	h := &RequestHead{}
 	if err := h.parseRequestLine(line); err != nil {
-		return nil, err
+		return err
 	}
 	if h.Header, err = readFields(br, &budget); err != nil {
-		return nil, requestErr(err)
+		return requestErr(err)
 	}
-	if err := h.frame(); err != nil {
-		return nil, err
-	}
-	return h, nil
+	return h.frame()
 }
 
 // requestErr turns the field parser's refusals into 400 or 431.

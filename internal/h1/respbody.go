@@ -15,7 +15,7 @@ import (
 type Body struct {
 	p          *Pool
 	c          *conn
-	stop       func() bool
+	watch      cancelWatch // the exchange's context
 	cancelled  *atomic.Bool
 	left       int64 // with Content-Length
 	chunked    *chunkedReader
@@ -167,11 +167,11 @@ func (b *Body) release(atEOF bool) {
 	if b.done.Swap(true) {
 		return
 	}
-	if atEOF && b.reuse && b.stop() {
+	if atEOF && b.reuse && b.watch.stopWatch() {
 		b.p.put(b.c)
 		return
 	}
-	b.stop()
+	b.watch.stopWatch()
 	b.c.close()
 }
 

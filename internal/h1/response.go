@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,10 +31,10 @@ type response struct {
 	closeAfter bool
 	err        error
 
-	cancel    context.CancelFunc // the request's context
-	completed bool               // the handler returned (did not panic)
-	refused   bool               // no handler ran: the head was refused
-	detach    atomic.Int32       // Detach: 2, less one for each of the handler's return and done
+	ctx       *reqCtx      // the request's context
+	completed bool         // the handler returned (did not panic)
+	refused   bool         // no handler ran: the head was refused
+	detach    atomic.Int32 // Detach: 2, less one for each of the handler's return and done
 }
 
 // bufs holds the byte buffers of requests and answers on their way out,

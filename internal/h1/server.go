@@ -169,6 +169,11 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.cancel()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.cancelCurrent()
+	}
+	s.mu.Unlock()
 	s.watch.close()
 	return nil
 }

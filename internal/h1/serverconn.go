@@ -3,7 +3,6 @@ package h1
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -24,7 +24,9 @@ type serverConn struct {
 	accepted time.Time
 	state    atomic.Int32
 	br       *bufio.Reader // nil while no request is being read
-	ctx      context.Context
+	local    net.Addr      // the connection's local address, a value of its requests' contexts
+	cmu      sync.Mutex    // guards cur
+	cur      *reqCtx       // the context of the request being served
 	remote   string
 	served   int             // requests so far
 	out      *[]byte         // the last bytes of the answer before, not yet written (sendOut)
@@ -56,8 +58,31 @@ var readBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readB
 
 func (c *serverConn) serve() {
 	c.remote = c.nc.RemoteAddr().String()
-	c.ctx = context.WithValue(c.s.base, http.LocalAddrContextKey, c.nc.LocalAddr())
+	c.local = c.nc.LocalAddr()
 	c.loop()
+}
+
+// begin makes x's context the connection's current one, ended at once if
+// the server has closed.
+func (c *serverConn) begin(x *reqCtx) {
+	x.init(c.local)
+	c.cmu.Lock()
+	c.cur = x
+	c.cmu.Unlock()
+	if c.s.base.Err() != nil {
+		x.cancel()
+	}
+}
+
+// cancelCurrent ends the context of the request being served, if any: the
+// server closes.
+func (c *serverConn) cancelCurrent() {
+	c.cmu.Lock()
+	x := c.cur
+	c.cmu.Unlock()
+	if x != nil {
+		x.cancel()
+	}
 }
 
 // loop serves requests until the connection ends, or until a handler
@@ -78,18 +103,18 @@ func (c *serverConn) loop() {
 		if !c.awaitRequest() {
 			return
 		}
-		head, err := ReadRequestHead(c.br, maxHead)
-		if err != nil {
+		var head RequestHead
+		if err := readRequestHeadInto(c.br, maxHead, &head); err != nil {
 			var re *RequestError
 			if errors.As(err, &re) {
 				c.refuse(re)
 			}
 			return
 		}
-		if c.deadline.Load() && !c.restBuffered(head) {
+		if c.deadline.Load() && !c.restBuffered(&head) {
 			c.setReadDeadline(time.Time{})
 		}
-		w := c.serveOne(head)
+		w := c.serveOne(&head)
 		if w.detach.Load() != 0 && w.detach.Add(-1) != 0 {
 			detached = true // the rest is the detached response's
 			return
@@ -261,17 +286,27 @@ func (c *serverConn) refuse(e *RequestError) {
 	_, _ = c.nc.Write(b)
 }
 
+// exchange is what one request holds on the server side, in one
+// allocation: its answer, its body and its target.
+type exchange struct {
+	w    response
+	body requestBody
+	url  url.URL
+	ctx  reqCtx
+}
+
 // serveOne runs the handler for one request; after then ends it.
 func (c *serverConn) serveOne(head *RequestHead) *response {
-	u, err := url.ParseRequestURI(head.Target)
-	if err != nil {
+	x := &exchange{}
+	if !parseTarget(head.Target, &x.url) {
 		c.refuse(&RequestError{Status: http.StatusBadRequest, Reason: "bad request target"})
-		return &response{c: c, refused: true}
+		x.w = response{c: c, refused: true}
+		return &x.w
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	req := &http.Request{
+	c.begin(&x.ctx)
+	base := http.Request{
 		Method:     head.Method,
-		URL:        u,
+		URL:        &x.url,
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: head.Minor,
@@ -283,29 +318,67 @@ func (c *serverConn) serveOne(head *RequestHead) *response {
 		RequestURI: head.Target,
 	}
 	if head.Minor == 0 {
-		req.Proto = "HTTP/1.0"
+		base.Proto = "HTTP/1.0"
 	}
-	if u.Host != "" {
+	if x.url.Host != "" {
 		// RFC 9112 section 3.2.2: an absolute-form target's authority is
 		// the host, whatever the Host field says.
-		req.Host = u.Host
+		base.Host = x.url.Host
 	}
-	body := &requestBody{c: c, left: head.Length, expect: head.Continue}
+	body := &x.body
+	*body = requestBody{c: c, left: head.Length, expect: head.Continue}
 	switch {
 	case head.Chunked:
 		body.chunked = &chunkedReader{br: c.br}
-		req.Body, req.ContentLength, req.TransferEncoding = body, -1, []string{"chunked"}
+		base.Body, base.ContentLength, base.TransferEncoding = body, -1, []string{"chunked"}
 	case head.Length > 0:
-		req.Body, req.ContentLength = body, head.Length
+		base.Body, base.ContentLength = body, head.Length
 	default:
 		body.done = true
 		c.releaseReadBuf()
 	}
-	req = req.WithContext(ctx)
-	w := &response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead, cancel: cancel}
-	c.watch.begin(c.s.watch, c.nc, body, cancel)
+	req := base.WithContext(&x.ctx)
+	w := &x.w
+	*w = response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead, ctx: &x.ctx}
+	c.watch.begin(c.s.watch, c.nc, body, &x.ctx)
 	w.completed = c.run(w, req)
 	return w
+}
+
+// parseTarget reads a request target into u as url.ParseRequestURI
+// would, and reports whether it could. An origin-form path of only
+// unreserved characters and slashes, as nearly every request has, is
+// taken as it is; anything else goes through url.ParseRequestURI.
+func parseTarget(target string, u *url.URL) bool {
+	if plainPath(target) {
+		*u = url.URL{Path: target}
+		return true
+	}
+	p, err := url.ParseRequestURI(target)
+	if err != nil {
+		return false
+	}
+	*u = *p
+	return true
+}
+
+// plainPath reports whether target is "/" followed by unreserved
+// characters (RFC 3986 section 2.3) and slashes only: a path that
+// url.ParseRequestURI takes as it is, with no RawPath, query or fragment.
+func plainPath(target string) bool {
+	if len(target) == 0 || target[0] != '/' || strings.HasPrefix(target, "//") {
+		return false
+	}
+	for i := 1; i < len(target); i++ {
+		c := target[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '/', c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // after ends the exchange once the handler has returned (or its detached
@@ -314,7 +387,7 @@ func (c *serverConn) after(w *response) (keep bool) {
 	if w.refused {
 		return false
 	}
-	defer w.cancel()
+	defer w.ctx.cancel()
 	c.watch.end()
 	body := w.body
 	body.mu.Lock()

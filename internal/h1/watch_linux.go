@@ -26,15 +26,15 @@ type watch struct {
 	w      *watcher
 	nc     net.Conn
 	body   *requestBody
-	cancel func()
+	cancel *reqCtx
 	token  uint32
 	active bool
 	added  bool
 }
 
 // begin puts nc under watch once watchAfter has passed and body is read;
-// cancel runs if the client goes away before end.
-func (wt *watch) begin(w *watcher, nc net.Conn, body *requestBody, cancel func()) {
+// cancel ends if the client goes away before end.
+func (wt *watch) begin(w *watcher, nc net.Conn, body *requestBody, cancel *reqCtx) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	wt.w, wt.nc, wt.body, wt.cancel, wt.active, wt.added = w, nc, body, cancel, true, false
@@ -55,7 +55,7 @@ func (wt *watch) fire() {
 		wt.timer.Reset(watchAfter) // its bytes would look like the client talking
 		return
 	}
-	wt.token, wt.added = wt.w.add(wt.nc, wt.cancel)
+	wt.token, wt.added = wt.w.add(wt.nc, wt.cancel.cancel)
 }
 
 // end takes the connection out of the watch when its request is done.

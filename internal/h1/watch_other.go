@@ -12,7 +12,7 @@ type watch struct{}
 
 func newWatcher() *watcher { return &watcher{} }
 
-func (*watch) begin(*watcher, net.Conn, *requestBody, func()) {}
+func (*watch) begin(*watcher, net.Conn, *requestBody, *reqCtx) {}
 
 func (*watch) end() {}
 

@@ -137,6 +137,12 @@ func hostName(s string) (string, bool) {
 		}
 	}
 	if ip, err := netip.ParseAddr(s); err == nil {
+		// An address already in its canonical spelling, as nearly every
+		// one is, is returned as it came, without a new string.
+		var buf [64]byte
+		if string(ip.AppendTo(buf[:0])) == s {
+			return s, true
+		}
 		return ip.String(), true
 	}
 	return s, true

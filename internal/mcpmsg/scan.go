@@ -154,6 +154,9 @@ func isHex4(b []byte) bool {
 // strings with escapes (or invalid UTF-8) pay for a decode.
 func stringValue(raw []byte, escaped bool) (string, error) {
 	if !escaped && utf8.Valid(raw) {
+		if s, ok := internString(raw[1 : len(raw)-1]); ok {
+			return s, nil
+		}
 		return string(raw[1 : len(raw)-1]), nil
 	}
 	// Escapes, or invalid UTF-8 that encoding/json turns into U+FFFD.
@@ -247,4 +250,40 @@ func eachMember(b []byte, i int, depth int, fn func(key []byte, start, end int) 
 			return 0, errSyntax
 		}
 	}
+}
+
+// internString returns the methods and protocol versions that nearly every
+// message carries without allocating a string for each.
+func internString(b []byte) (string, bool) {
+	switch string(b) {
+	case "tools/call":
+		return "tools/call", true
+	case "tools/list":
+		return "tools/list", true
+	case "initialize":
+		return "initialize", true
+	case "notifications/initialized":
+		return "notifications/initialized", true
+	case "notifications/cancelled":
+		return "notifications/cancelled", true
+	case "notifications/progress":
+		return "notifications/progress", true
+	case "ping":
+		return "ping", true
+	case "resources/read":
+		return "resources/read", true
+	case "resources/list":
+		return "resources/list", true
+	case "prompts/get":
+		return "prompts/get", true
+	case "prompts/list":
+		return "prompts/list", true
+	case Version20260728:
+		return Version20260728, true
+	case Version20251125:
+		return Version20251125, true
+	case "2.0":
+		return "2.0", true
+	}
+	return "", false
 }
