@@ -25,6 +25,12 @@ type Request struct {
 	// HasBody sends Content-Length even when Body is empty (a POST with an
 	// empty body says so; a GET says nothing).
 	HasBody bool
+	// Close sends the request on a new connection with "Connection: close"
+	// (RFC 9112 section 9.6), closes the idle connections to its address
+	// first, and never pools the connection afterwards: for a peer that is
+	// about to close its connections, so that no request is written on one
+	// it is closing.
+	Close bool
 }
 
 // AppendField appends "name: value\r\n" to b. A value with a control
@@ -180,16 +186,19 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 		b = append(b, body...)
 		body = nil
 	}
+	if req.Close {
+		p.CloseIdleTo(addr)
+	}
 	for {
 		// A kept-alive connection is checked as the request goes out
 		// (exchange), unless the body goes in a write of its own.
-		c, reused, err := p.get(ctx, addr, len(body) > 0)
+		c, reused, err := p.get(ctx, addr, len(body) > 0, req.Close)
 		if err != nil {
 			*bp = b
 			putBuf(bp)
 			return nil, false, err
 		}
-		resp, delivered, err := p.exchange(ctx, c, reused, b, body)
+		resp, delivered, err := p.exchange(ctx, c, reused, !req.Close, b, body)
 		if errors.Is(err, errConnGone) {
 			continue // nothing was written: another connection
 		}
@@ -222,8 +231,8 @@ var errConnGone = errors.New("h1: kept-alive connection closed by its peer")
 
 // exchange sends head (with as much of the body as fits) and body on c,
 // and reads the response's head. With reused, c is first checked as get
-// would check it.
-func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []byte) (resp *http.Response, delivered bool, err error) {
+// would check it; without keep, c is closed once the answer is read.
+func (p *Pool) exchange(ctx context.Context, c *conn, reused, keep bool, head, body []byte) (resp *http.Response, delivered bool, err error) {
 	var cancelled atomic.Bool
 	stop := context.AfterFunc(ctx, func() {
 		cancelled.Store(true)
@@ -277,7 +286,7 @@ func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []
 		}
 		return nil, true, fail(err)
 	}
-	bd := &Body{p: p, c: c, stop: stop, cancelled: &cancelled, reuse: !h.Close}
+	bd := &Body{p: p, c: c, stop: stop, cancelled: &cancelled, reuse: keep && !h.Close}
 	switch h.Framing {
 	case NoBody:
 		bd.eof = true
@@ -338,6 +347,9 @@ func appendHead(b []byte, req *Request) []byte {
 	b = append(b, req.Host...)
 	b = append(b, '\r', '\n')
 	b = append(b, req.Fields...)
+	if req.Close {
+		b = append(b, "Connection: close\r\n"...)
+	}
 	if req.HasBody || len(req.Body) > 0 {
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, int64(len(req.Body)), 10)
@@ -346,9 +358,10 @@ func appendHead(b []byte, req *Request) []byte {
 	return append(b, '\r', '\n')
 }
 
-// get returns an idle connection to addr that still looks alive, or a new
-// one; under maxConns, it waits for one while addr has as many open.
-func (p *Pool) get(ctx context.Context, addr string, check bool) (c *conn, reused bool, err error) {
+// get returns an idle connection to addr that still looks alive, or (or
+// with fresh) a new one; under maxConns, it waits for one while addr has as
+// many open.
+func (p *Pool) get(ctx context.Context, addr string, check, fresh bool) (c *conn, reused bool, err error) {
 	now := time.Now()
 	for {
 		p.mu.Lock()
@@ -358,7 +371,7 @@ func (p *Pool) get(ctx context.Context, addr string, check bool) (c *conn, reuse
 			list[len(list)-1] = nil
 			p.idle[addr] = list[:len(list)-1]
 			p.mu.Unlock()
-			if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && (!check || c.peek.alive()) {
+			if !fresh && now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && (!check || c.peek.alive()) {
 				return c, true, nil
 			}
 			c.close()
@@ -428,6 +441,17 @@ func (p *Pool) put(c *conn) {
 	p.mu.Unlock()
 	if stale != nil {
 		stale.close()
+	}
+}
+
+// CloseIdleTo closes the idle connections to addr.
+func (p *Pool) CloseIdleTo(addr string) {
+	p.mu.Lock()
+	list := p.idle[addr]
+	delete(p.idle, addr)
+	p.mu.Unlock()
+	for _, c := range list {
+		c.close()
 	}
 }
 
