@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -70,52 +69,32 @@ func TestGetAfterStandaloneStreamsEnded(t *testing.T) {
 	keys := keyring(t, 1)
 	gwA := startGatewayOn(t, specs, &Options{Keyring: keys}, io.Discard)
 	a := httptest.NewServer(gwA)
-	defer a.Close()
+	t.Cleanup(a.Close) // after the streams' bodies close (r.get)
 	r := newRaw(t, a.URL+"/mcp", "2025-11-25")
 	r.initialize()
 	gwA.EndStandaloneStreams()
 
-	get := func(url, last string) *http.Response {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Mcp-Session-Id", r.session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if last != "" {
-			req.Header.Set("Last-Event-ID", last)
-		}
-		resp, err := r.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	resp := get(a.URL+"/mcp", "")
-	body, _ := io.ReadAll(resp.Body) // ends: the gateway wrote its last event
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("GET once standalone streams ended: %d %s %q, want 200 text/event-stream", resp.StatusCode, resp.Header.Get("Content-Type"), body)
-	}
 	var id string
-	for line := range strings.Lines(string(body)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "id: "); ok {
+	retries := 0
+	for line := range r.get(t, "") { // ends: the gateway wrote its last event
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
 			id = v
 		}
+		if line == "retry: 1000" {
+			retries++
+		}
 	}
-	if id == "" || !strings.Contains(string(body), "retry: 1000\n") {
-		t.Fatalf("the stream's body %q: want an id and retry: 1000", body)
+	if id == "" || retries != 1 {
+		t.Fatalf("the stream gave id %q and %d retry fields: want an id and one retry: 1000", id, retries)
 	}
 
 	gwB := startGatewayOn(t, specs, &Options{Keyring: keys}, io.Discard)
 	b := httptest.NewServer(gwB)
-	defer b.Close()
-	resp = get(b.URL+"/mcp", id)
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("the reconnection through another gateway: %d %s", resp.StatusCode, b)
-	}
-	// The replica's stream is open: its first bytes come through.
-	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
-		t.Fatalf("reading the reconnected stream: %v", err)
+	t.Cleanup(b.Close)
+	r.url = b.URL + "/mcp"
+	select { // the replica's stream is open: its first bytes come through
+	case <-r.get(t, id):
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reconnection through another gateway sent nothing in 5 s")
 	}
 }
