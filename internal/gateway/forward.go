@@ -29,22 +29,31 @@ type forwarder interface {
 	forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (resp *http.Response, delivered bool, err error)
 	// forwardAt is forward to another endpoint of a replica (its
 	// 2024-11-05 SSE endpoint): to base's origin, and base's own request
-	// target when target is "".
-	forwardAt(ctx context.Context, base *url.URL, in *http.Request, body []byte, sessionID, target string) (resp *http.Response, delivered bool, err error)
+	// target when target is "". With closing (the replica is leaving, see
+	// upstream.Replica.Leaving) the request goes on a new connection with
+	// "Connection: close" and the replica's idle connections are closed, so
+	// that no request is written on a connection the replica is closing.
+	forwardAt(ctx context.Context, base *url.URL, closing bool, in *http.Request, body []byte, sessionID, target string) (resp *http.Response, delivered bool, err error)
 }
 
 // httpForwarder forwards over net/http's Transport with a per-replica pool of
 // kept-alive connections.
 type httpForwarder struct {
-	t       *http.Transport
+	t *http.Transport
+	// closing is t without keep-alives, for leaving replicas: each request
+	// on a connection of its own, with "Connection: close".
+	closing *http.Transport
 	proxies *identity.Proxies // who may name the client; nil: nobody
+	// leaving holds the hosts whose replicas were leaving at their last
+	// request, so that t's idle connections are closed once per departure.
+	leaving sync.Map
 }
 
 var _ forwarder = (*httpForwarder)(nil)
 
 func newHTTPForwarder(dialTimeout time.Duration, proxies *identity.Proxies, conns *connSet) *httpForwarder {
 	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
-	return &httpForwarder{t: &http.Transport{
+	t := &http.Transport{
 		DialContext:         conns.wrap(d.DialContext),
 		MaxIdleConns:        4096,
 		MaxIdleConnsPerHost: 1024,
@@ -52,7 +61,32 @@ func newHTTPForwarder(dialTimeout time.Duration, proxies *identity.Proxies, conn
 		// Bodies pass through as the replica encoded them.
 		DisableCompression: true,
 		ForceAttemptHTTP2:  false,
-	}, proxies: proxies}
+	}
+	closing := t.Clone()
+	closing.DisableKeepAlives = true
+	return &httpForwarder{t: t, closing: closing, proxies: proxies}
+}
+
+// setMaxConnsPerHost bounds the connections to each replica; 0: no bound.
+func (f *httpForwarder) setMaxConnsPerHost(n int) {
+	f.t.MaxConnsPerHost, f.closing.MaxConnsPerHost = max(0, n), max(0, n)
+}
+
+// transport is the Transport for a request to host: the closing one while
+// its replica is leaving. The first request to a leaving replica closes
+// the idle connections of the shared Transport, which cannot close one
+// host's alone: the other replicas' are dialled again, once per departure.
+func (f *httpForwarder) transport(host string, closing bool) *http.Transport {
+	if !closing {
+		if _, was := f.leaving.Load(host); was {
+			f.leaving.Delete(host)
+		}
+		return f.t
+	}
+	if _, was := f.leaving.LoadOrStore(host, struct{}{}); !was {
+		f.t.CloseIdleConnections()
+	}
+	return f.closing
 }
 
 // forward sends the request. delivered is false only when no byte of the
@@ -61,10 +95,10 @@ func newHTTPForwarder(dialTimeout time.Duration, proxies *identity.Proxies, conn
 // request counts as delivered, even if it may still sit in a buffer: when in
 // doubt, never send twice.
 func (f *httpForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
-	return f.forwardAt(ctx, rep.URL(), in, body, sessionID, target)
+	return f.forwardAt(ctx, rep.URL(), rep.Leaving(), in, body, sessionID, target)
 }
 
-func (f *httpForwarder) forwardAt(ctx context.Context, base *url.URL, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
+func (f *httpForwarder) forwardAt(ctx context.Context, base *url.URL, closing bool, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
 	var wrote bool
 	trace := &httptrace.ClientTrace{
 		WroteHeaderField: func(string, []string) { wrote = true },
@@ -89,6 +123,7 @@ func (f *httpForwarder) forwardAt(ctx context.Context, base *url.URL, in *http.R
 		ProtoMinor: 1,
 		Header:     make(http.Header, len(in.Header)+4),
 		Host:       u.Host,
+		Close:      closing,
 	}).WithContext(httptrace.WithClientTrace(ctx, trace))
 	if body != nil {
 		out.Body = http.NoBody
@@ -104,14 +139,17 @@ func (f *httpForwarder) forwardAt(ctx context.Context, base *url.URL, in *http.R
 	if sessionID != "" {
 		out.Header.Set("Mcp-Session-Id", sessionID)
 	}
-	resp, err := f.t.RoundTrip(out)
+	resp, err := f.transport(u.Host, closing).RoundTrip(out)
 	if err != nil {
 		return nil, wrote, err
 	}
 	return resp, true, nil
 }
 
-func (f *httpForwarder) close() { f.t.CloseIdleConnections() }
+func (f *httpForwarder) close() {
+	f.t.CloseIdleConnections()
+	f.closing.CloseIdleConnections()
+}
 
 type readCloser struct{ *bytes.Reader }
 
@@ -210,19 +248,19 @@ func newLeanForwarder(dialTimeout time.Duration, maxConns int, proxies *identity
 		proxies: proxies,
 	}
 	f.pool.SetMaxConns(maxConns)
-	f.tls.t.MaxConnsPerHost = max(0, maxConns)
+	f.tls.setMaxConnsPerHost(maxConns)
 	return f
 }
 
 var fieldBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2<<10); return &b }}
 
 func (f *leanForwarder) forward(ctx context.Context, rep *upstream.Replica, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
-	return f.forwardAt(ctx, rep.URL(), in, body, sessionID, target)
+	return f.forwardAt(ctx, rep.URL(), rep.Leaving(), in, body, sessionID, target)
 }
 
-func (f *leanForwarder) forwardAt(ctx context.Context, u *url.URL, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
+func (f *leanForwarder) forwardAt(ctx context.Context, u *url.URL, closing bool, in *http.Request, body []byte, sessionID, target string) (*http.Response, bool, error) {
 	if u.Scheme != "http" {
-		return f.tls.forwardAt(ctx, u, in, body, sessionID, target)
+		return f.tls.forwardAt(ctx, u, closing, in, body, sessionID, target)
 	}
 	if target == "" {
 		target = u.RequestURI()
@@ -239,6 +277,7 @@ func (f *leanForwarder) forwardAt(ctx context.Context, u *url.URL, in *http.Requ
 		Fields:  appendFields((*bp)[:0], in, sessionID, f.proxies),
 		Body:    body,
 		HasBody: body != nil,
+		Close:   closing,
 	}
 	resp, delivered, err := f.pool.Do(ctx, addr, &req)
 	*bp = req.Fields[:0]

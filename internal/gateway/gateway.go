@@ -297,7 +297,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Legacy streams get sealed event IDs; a resume (Last-Event-ID) is
 	// answered from the buffer, or goes to the replica with its own ID.
 	r, done := g.openStream(w, r, q, route, rec)
-	if done {
+	if done || g.endStandaloneNow(w, r, rec) {
 		return
 	}
 	// 3. Admit: the caller's rate and concurrency, the tool's cap; the
@@ -342,6 +342,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// request waiting past the keep-alive interval, open the SSE stream
 	// ourselves so keep-alives can flow before the replica says anything.
 	res, early := g.forwardAwait(ctx, w, r, q, route, rec)
+	if res.err != nil && early == nil && g.endStandaloneNow(w, r, rec) {
+		return // the standalone streams ended while it was forwarded
+	}
 	if res.err == errAfterDelivery {
 		g.lostBeforeAnswer(w, early, q, rec)
 		return

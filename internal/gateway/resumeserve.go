@@ -154,6 +154,32 @@ func (g *Gateway) serveReplay(w http.ResponseWriter, r *http.Request, cur stream
 	}
 }
 
+// endStandaloneNow answers a legacy GET stream once the gateway has ended
+// its standalone streams (EndStandaloneStreams: its shutdown has begun, or
+// its service was retired) as it answered the streams it ended: the stream
+// opens and at once gets its last event, the sealed ID where it starts (the
+// client's own, for a resume) and the retry (SEP-1699), and ends. Such a
+// GET still comes: the server lets a connection that has sent no request
+// yet send one for a while into its shutdown (as net/http does), and an
+// HTTP client keeps such connections from its dial races, so a client's
+// reconnection a second later may come on one; or a first GET was sent
+// just before. Forwarded, it would go under a context already ended and
+// get 502, and the Go SDK's client takes a failed reconnection of its
+// standalone stream as its session broken. This way it reconnects after
+// the delay, to the process that takes this one's place. It reports
+// whether it answered: only such a GET, while its client is there.
+func (g *Gateway) endStandaloneNow(w http.ResponseWriter, r *http.Request, rec *record) bool {
+	if r.Method != http.MethodGet || rec.tap == nil || g.standalone.Err() == nil || r.Context().Err() != nil {
+		return false
+	}
+	rec.clientGone = false // send took the ended context for the client's going
+	cw := g.openEventStream(w, rec)
+	sw := sse.NewWriter(cw, cw, 0)
+	rec.tap.end(sw, g.opts.ResumeRetry)
+	sw.Close()
+	return true
+}
+
 // retryEvent is the last event of a legacy stream the gateway ends itself
 // (its shutdown, an expired replay): a retry field (SEP-1699) for the
 // client's reconnection delay, with the ID of the client's last event when

@@ -236,7 +236,7 @@ func (g *Gateway) attempt(ctx context.Context, r *http.Request, q *request, rep 
 	if g.tr != nil && trace.SpanContextFromContext(ctx).IsValid() {
 		in, body = outbound(ctx, r, q)
 	}
-	resp, delivered, err := g.fwd.forwardAt(ctx, q.endpoint(rep), in, body, q.upstreamSession, q.target)
+	resp, delivered, err := g.fwd.forwardAt(ctx, q.endpoint(rep), rep.Leaving(), in, body, q.upstreamSession, q.target)
 	if err != nil {
 		rep.Release()
 		if !delivered {

@@ -25,6 +25,12 @@ type Request struct {
 	// HasBody sends Content-Length even when Body is empty (a POST with an
 	// empty body says so; a GET says nothing).
 	HasBody bool
+	// Close sends the request on a new connection with "Connection: close"
+	// (RFC 9112 section 9.6), closes the idle connections to its address
+	// first, and never pools the connection afterwards: for a peer that is
+	// about to close its connections, so that no request is written on one
+	// it is closing.
+	Close bool
 }
 
 // AppendField appends "name: value\r\n" to b. A value with a control
@@ -195,16 +201,19 @@ func (p *Pool) Do(ctx context.Context, addr string, req *Request) (resp *http.Re
 		b = append(b, body...)
 		body = nil
 	}
+	if req.Close {
+		p.CloseIdleTo(addr)
+	}
 	for {
 		// A kept-alive connection is checked as the request goes out
 		// (exchange), unless the body goes in a write of its own.
-		c, reused, err := p.get(ctx, addr, len(body) > 0)
+		c, reused, err := p.get(ctx, addr, len(body) > 0, req.Close)
 		if err != nil {
 			*bp = b
 			putBuf(bp)
 			return nil, false, err
 		}
-		resp, delivered, err := p.exchange(ctx, c, reused, b, body)
+		resp, delivered, err := p.exchange(ctx, c, reused, !req.Close, b, body)
 		if errors.Is(err, errConnGone) {
 			continue // nothing was written: another connection
 		}
@@ -244,8 +253,8 @@ type answer struct {
 
 // exchange sends head (with as much of the body as fits) and body on c,
 // and reads the response's head. With reused, c is first checked as get
-// would check it.
-func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []byte) (resp *http.Response, delivered bool, err error) {
+// would check it; without keep, c is closed once the answer is read.
+func (p *Pool) exchange(ctx context.Context, c *conn, reused, keep bool, head, body []byte) (resp *http.Response, delivered bool, err error) {
 	x := &answer{}
 	cw := watchCancel(ctx, c.abort)
 	fail := func(err error) error {
@@ -297,7 +306,7 @@ func (p *Pool) exchange(ctx context.Context, c *conn, reused bool, head, body []
 		return nil, true, fail(err)
 	}
 	bd := &x.body
-	*bd = Body{p: p, c: c, watch: cw, cancelled: &c.cancelled, reuse: !h.Close}
+	*bd = Body{p: p, c: c, watch: cw, cancelled: &c.cancelled, reuse: keep && !h.Close}
 	switch h.Framing {
 	case NoBody:
 		bd.eof = true
@@ -359,6 +368,9 @@ func appendHead(b []byte, req *Request) []byte {
 	b = append(b, req.Host...)
 	b = append(b, '\r', '\n')
 	b = append(b, req.Fields...)
+	if req.Close {
+		b = append(b, "Connection: close\r\n"...)
+	}
 	if req.HasBody || len(req.Body) > 0 {
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, int64(len(req.Body)), 10)
@@ -367,9 +379,10 @@ func appendHead(b []byte, req *Request) []byte {
 	return append(b, '\r', '\n')
 }
 
-// get returns an idle connection to addr that still looks alive, or a new
-// one; under maxConns, it waits for one while addr has as many open.
-func (p *Pool) get(ctx context.Context, addr string, check bool) (c *conn, reused bool, err error) {
+// get returns an idle connection to addr that still looks alive, or (or
+// with fresh) a new one; under maxConns, it waits for one while addr has as
+// many open.
+func (p *Pool) get(ctx context.Context, addr string, check, fresh bool) (c *conn, reused bool, err error) {
 	now := time.Now()
 	for {
 		p.mu.Lock()
@@ -379,7 +392,7 @@ func (p *Pool) get(ctx context.Context, addr string, check bool) (c *conn, reuse
 			list[len(list)-1] = nil
 			p.idle[addr] = list[:len(list)-1]
 			p.mu.Unlock()
-			if now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && (!check || c.peek.alive()) {
+			if !fresh && now.Sub(c.idleSince) < p.idleTimeout && c.br.Buffered() == 0 && (!check || c.peek.alive()) {
 				return c, true, nil
 			}
 			c.close()
@@ -449,6 +462,17 @@ func (p *Pool) put(c *conn) {
 	p.mu.Unlock()
 	if stale != nil {
 		stale.close()
+	}
+}
+
+// CloseIdleTo closes the idle connections to addr.
+func (p *Pool) CloseIdleTo(addr string) {
+	p.mu.Lock()
+	list := p.idle[addr]
+	delete(p.idle, addr)
+	p.mu.Unlock()
+	for _, c := range list {
+		c.close()
 	}
 }
 

@@ -114,6 +114,12 @@ func (r *Replica) SetHeld(held bool) bool { return r.stats.held.Swap(held) != he
 // Held reports whether the replica is drained by hand.
 func (r *Replica) Held() bool { return r.stats.held.Load() }
 
+// Leaving reports whether the replica is on its way out: draining by its
+// own word or held by hand. Such a replica may close its kept-alive
+// connections at any moment, so the forwarding path sends it requests on
+// connections of their own, never on one it may be closing.
+func (r *Replica) Leaving() bool { return r.State() == StateDraining || r.Held() }
+
 // SetQuarantined takes the replica out of all new work (its tools break
 // the lock) or gives it back, and reports whether that changed anything.
 func (r *Replica) SetQuarantined(q bool) bool { return r.stats.quarantined.Swap(q) != q }
