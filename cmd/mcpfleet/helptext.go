@@ -68,9 +68,10 @@ Nothing is written to disk; Ctrl-C stops everything.`,
 	},
 	"testserver": {
 		about: `A real MCP server (official Go SDK) on /mcp with tools that sleep, report
-progress and mutate counted state, and /health for the gateway's checks.`,
+progress and mutate counted state, and /health for the gateway's checks;
+with --stdio, the same server on stdin and stdout, as a stdio child.`,
 		groups: []flagGroup{
-			{"listener", []string{"listen", "name"}},
+			{"listener", []string{"listen", "name", "stdio"}},
 			{"protocol", []string{"era", "stateless", "event-store", "cache-ttl", "resource-metadata", "keepalive"}},
 			{"tools", []string{"add-tool", "describe", "slots", "ledger"}},
 			{"shutdown", []string{"drain-delay", "grace"}},
@@ -79,6 +80,7 @@ progress and mutate counted state, and /health for the gateway's checks.`,
 		examples: []string{
 			"mcpfleet testserver --listen 127.0.0.1:9001 --name a",
 			"mcpfleet testserver --listen 127.0.0.1:9002 --era 2026 --slots 4 --drain-delay 5s",
+			"mcpfleet testserver --stdio --name child-1",
 		},
 	},
 	"secret": {
