@@ -16,11 +16,12 @@ const maxQueued = 4096
 // Messages with the client's own ids. Its methods are safe for concurrent
 // use.
 type Session struct {
-	c   *Child
-	id  SessionID
-	gen int
-	out chan []byte // closed when the session ends; guarded by c.mu for sends
-	end bool        // guarded by c.mu
+	c    *Child
+	id   SessionID
+	gen  int
+	init json.RawMessage // the child's initialize result
+	out  chan []byte     // closed when the session ends; guarded by c.mu for sends
+	end  bool            // guarded by c.mu
 }
 
 // Open starts a session on the child; ErrNotReady while it is not
@@ -32,10 +33,14 @@ func (c *Child) Open() (*Session, error) {
 		return nil, ErrNotReady
 	}
 	c.nextSID++
-	s := &Session{c: c, id: c.nextSID, gen: c.gen, out: make(chan []byte, maxQueued)}
+	s := &Session{c: c, id: c.nextSID, gen: c.gen, init: c.init, out: make(chan []byte, maxQueued)}
 	c.sessions[s.id] = s
 	return s, nil
 }
+
+// Initialize returns the child's initialize result, as the gateway got it
+// when it started the child.
+func (s *Session) Initialize() json.RawMessage { return s.init }
 
 // Messages returns what the child sends this session, one JSON-RPC
 // message each; it is closed when the session ends. Every request the
