@@ -130,7 +130,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		fleet:         fleet,
 		keys:          keys,
 		tasks:         o.Tasks,
-		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize, o.Proxies),
+		fwd:           newLeanForwarder(dialer(o.DialTimeout, o.Dial), o.UpstreamPoolSize, o.Proxies),
 		log:           log,
 		base:          base,
 		cancel:        cancel,

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"io"
+	"net"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -73,6 +74,10 @@ type Options struct {
 	Retries int
 	// DialTimeout bounds connecting to a replica; 0 means 5 s.
 	DialTimeout time.Duration
+	// Dial, when not nil, connects to replicas in place of a net.Dialer
+	// (with DialTimeout): it reaches the stdio children's bridges on their
+	// unix sockets, and hands every other address to the network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// AllowAnyHost turns off DNS-rebinding protection: by default a request
 	// that arrives on a loopback address must name a loopback Host, or it
 	// gets 403. Turn it off when a local proxy forwards with a public Host.

@@ -20,14 +20,17 @@ const (
 	headerProtocol = "Mcp-Protocol-Version"
 )
 
+// mcpPath is the MCP endpoint of a bridge (URL).
+const mcpPath = "/mcp"
+
 // maxBody bounds a request body the bridge reads; the gateway bounds them
 // before, with its own limit.
 const maxBody = 64 << 20
 
 // A Bridge serves one child as a Streamable HTTP replica, so that the
 // gateway routes to it, checks it and counts it as any replica: its MCP
-// endpoint on every path but /health, which answers 200 while the child
-// is initialized and 503 otherwise. A 2025-11-25 session is a Session on
+// endpoint at /mcp, and on every other path its health: 200 while the
+// child is initialized, 503 otherwise. A 2025-11-25 session is a Session on
 // the child; a 2026-07-28 request is a session of its own, for that
 // request alone (stateless.go). The gateway reaches it on a socket only
 // it can open (Listen).
@@ -46,7 +49,7 @@ func NewBridge(c *Child) *Bridge {
 
 // ServeHTTP serves the child's MCP endpoint and its health.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/health" {
+	if r.URL.Path != mcpPath {
 		b.serveHealth(w)
 		return
 	}

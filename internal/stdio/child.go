@@ -131,7 +131,11 @@ func (c *Child) supervise(ctx context.Context) {
 		p, up, err := c.run(ctx)
 		if p != nil {
 			lines, _ := p.stderr.last()
-			log.Warn("stdio child exited", "pid", p.pid, "status", p.exitStatus(), "up", up.Round(time.Millisecond), "reason", errString(err), "stderr", tailLines(lines, 20))
+			level := slog.LevelWarn
+			if ctx.Err() != nil {
+				level = slog.LevelInfo // stopped, as asked
+			}
+			log.Log(context.Background(), level, "stdio child exited", "pid", p.pid, "status", p.exitStatus(), "up", up.Round(time.Millisecond).String(), "reason", errString(err), "stderr", tailLines(lines, 20))
 		} else if ctx.Err() == nil {
 			log.Error("stdio child did not start", "error", err)
 		}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTestChildren lists the processes whose environment names a child
+// of the test (STDIO_TEST_TAG=tag), by pid and child name, read from /proc.
+func stdioTestChildren(t *testing.T, tag string) map[int]string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	found := map[int]string{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !strings.Contains(string(env), "STDIO_TEST_TAG="+tag+"\x00") {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
+			continue // a zombie, reaped soon
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "CHILD="); ok {
+				found[pid] = v
+			}
+		}
+	}
+	return found
+}
+
+// startStdioServe starts serve with a stdio fleet of two test servers,
+// each started through sh -c, and returns its address.
+func startStdioServe(t *testing.T, tag string) (gw string, stop func()) {
+	t.Helper()
+	dir := t.TempDir()
+	gw = testproc.FreeAddr(t)
+	cfg := `listen: ` + gw + `
+secret_file: ` + writeSecret(t) + `
+balance: round-robin
+health_check: {interval: 200ms, timeout: 200ms}
+upstreams:
+  - name: kid
+    stdio:
+      command: [sh, -c, 'exec "$0" testserver --stdio --name "$CHILD"', ` + os.Args[0] + `]
+      env: {MCPFLEET_RUN_MAIN: "1", CHILD: "{child}", STDIO_TEST_TAG: ` + tag + `}
+      processes: 2
+      restart_backoff: 200ms..2s
+`
+	path := filepath.Join(dir, "mcpfleet.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop = startProcess(t, "serve", "--config", path)
+	testproc.WaitReady(t, "http://"+gw+"/readyz")
+	return gw, stop
+}
+
+func connectGW(ctx context.Context, t *testing.T, gw, version string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + gw + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connecting (%s): %v", version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func whoamiOf(ctx context.Context, t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil || len(res.Content) == 0 {
+		t.Fatalf("whoami: %v, %v", res, err)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// TestStdioFleetThroughServe: serve runs a stdio fleet (two children
+// through sh -c, their server a grandchild); the official SDK client
+// calls it in both eras; a child killed during an 8 s call answers the
+// call with replica_lost within a second, comes back, and leaves the other
+// child's session untouched; after shutdown no process of the test is
+// left.
+func TestStdioFleetThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	gw, stop := startStdioServe(t, tag)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	byChild := map[string]*mcp.ClientSession{}
+	for range 20 {
+		cs := connectGW(ctx, t, gw, "2025-11-25")
+		byChild[whoamiOf(ctx, t, cs)] = cs
+		if len(byChild) == 2 {
+			break
+		}
+	}
+	if _, ok := byChild["kid-1"]; !ok || len(byChild) != 2 {
+		t.Fatalf("sessions reached %v, want kid-1 and kid-2", byChild)
+	}
+	if got := whoamiOf(ctx, t, connectGW(ctx, t, gw, "2026-07-28")); got != "kid-1" && got != "kid-2" {
+		t.Errorf("a 2026-07-28 call answered %q", got)
+	}
+	children := stdioTestChildren(t, tag)
+	var victim int
+	for pid, name := range children {
+		if name == "kid-1" {
+			if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.Contains(string(cmd), "testserver") {
+				victim = pid
+			}
+		}
+	}
+	if victim == 0 {
+		t.Fatalf("no kid-1 test server among %v", children)
+	}
+	var wg sync.WaitGroup
+	var callErr error
+	var answered time.Time
+	wg.Go(func() {
+		_, callErr = byChild["kid-1"].CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 8}})
+		answered = time.Now()
+	})
+	time.Sleep(500 * time.Millisecond)
+	killed := time.Now()
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if callErr == nil || !strings.Contains(callErr.Error(), "went away") {
+		t.Errorf("the call on the killed child: %v, want the replica_lost error", callErr)
+	}
+	if took := answered.Sub(killed); took > time.Second {
+		t.Errorf("replica_lost came %v after the kill, want within 1s", took)
+	}
+	if got := whoamiOf(ctx, t, byChild["kid-2"]); got != "kid-2" {
+		t.Errorf("kid-2's session answered %q after kid-1 died", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !reaches(ctx, gw, "kid-1") {
+		if time.Now().After(deadline) {
+			t.Fatal("kid-1 did not come back within 5s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop()
+	if left := stdioTestChildren(t, tag); len(left) > 0 {
+		t.Errorf("after shutdown, processes of the test remain: %v", left)
+		for pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// reaches reports whether a new session's whoami answers name.
+func reaches(ctx context.Context, gw, name string) bool {
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + gw + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return false
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	return err == nil && len(res.Content) > 0 && res.Content[0].(*mcp.TextContent).Text == name
+}
