@@ -131,6 +131,11 @@ func validateStdio(key string, u *Upstream, bad func(string, string, ...any)) {
 			bad(key+".stdio.env_files", "%s is set by env too", k)
 		}
 	}
+	if s.PerSession {
+		// Refused, not ignored: a server that keeps per-client state would
+		// otherwise share it between sessions without a word.
+		bad(key+".stdio.per_session", "one child per session is not available in this version; the children are pooled")
+	}
 	nonNeg := map[string]int{"processes": s.Processes, "max_sessions": s.MaxSessions, "warm": s.Warm, "stderr_lines": s.StderrLines}
 	for k, v := range nonNeg {
 		if v < 0 || v > 10000 {

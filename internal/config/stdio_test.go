@@ -44,6 +44,7 @@ func TestStdioUpstreamErrors(t *testing.T) {
 		{"upstreams: [{stdio: {command: [x], env: {A: 1}, env_files: {A: /f}}}]", "upstreams[0].stdio.env_files: A is set by env too"},
 		{"upstreams: [{stdio: {command: [x]}}, {stdio: {command: [y]}}]", `upstreams[1].name: duplicate replica name "stdio"`},
 		{"upstreams: [{stdio: {command: [x], procesess: 2}}]", "procesess"},
+		{"upstreams: [{stdio: {command: [x], per_session: true}}]", "upstreams[0].stdio.per_session: one child per session is not available"},
 	} {
 		_, err := Parse([]byte(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
