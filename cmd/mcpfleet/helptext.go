@@ -59,12 +59,13 @@ on the admin listener, and prints how to reach them (curl, MCP Inspector).
 Nothing is written to disk; Ctrl-C stops everything.`,
 		groups: []flagGroup{
 			{"listeners", []string{"listen", "admin"}},
-			{"fleet", []string{"replicas"}},
+			{"fleet", []string{"replicas", "stdio"}},
 			{"run", []string{"for", "v"}},
 		},
 		examples: []string{
 			"mcpfleet demo",
 			"mcpfleet demo --listen 127.0.0.1:18080 --admin 127.0.0.1:19090 --replicas 5",
+			"mcpfleet demo --stdio --replicas 3",
 		},
 	},
 	"testserver": {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -180,4 +181,37 @@ func reaches(ctx context.Context, gw, name string) bool {
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
 	return err == nil && len(res.Content) > 0 && res.Content[0].(*mcp.TextContent).Text == name
+}
+
+func TestStdioFlag(t *testing.T) {
+	for _, tt := range []struct {
+		cmd       string
+		processes int
+		urls, pg  bool
+		want      string // error text; "" for none
+	}{
+		{cmd: `npx -y "@modelcontextprotocol/server-memory"`, processes: 3},
+		{cmd: "", pg: true, want: "--processes: only with --stdio"},
+		{cmd: "srv", urls: true, want: "either --stdio or --upstream"},
+		{cmd: "srv | tee log", want: "not run through a shell"},
+	} {
+		cfg := config.Default()
+		err := stdioFlag(&cfg, tt.cmd, tt.processes, tt.urls, tt.pg)
+		if tt.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%q: %v, want %q", tt.cmd, err, tt.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.cmd, err)
+		}
+		u := cfg.Upstreams[0]
+		if len(cfg.Upstreams) != 1 || strings.Join(u.Stdio.Command, "|") != "npx|-y|@modelcontextprotocol/server-memory" || u.Stdio.Processes != 3 {
+			t.Errorf("upstreams %+v", cfg.Upstreams)
+		}
+		if specs := upstreamSpecs(&cfg); len(specs) != 3 || specs[2].Name != "stdio-3" || specs[2].URL != "http://stdio-3.stdio.invalid/mcp" {
+			t.Errorf("replicas %+v", specs)
+		}
+	}
 }
