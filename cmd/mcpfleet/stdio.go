@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/gateway"
 	"github.com/mcpfleet/mcpfleet/internal/stdio"
@@ -98,6 +99,7 @@ func (f *stdioFleet) dial() func(ctx context.Context, network, addr string) (net
 // children.
 func (f *stdioFleet) wire(cfg *config.Config, opts *gateway.Options) error {
 	opts.Dial = f.dial()
+	opts.ChildView = f.view
 	if opts.Tools == nil {
 		return nil
 	}
@@ -112,6 +114,24 @@ func (f *stdioFleet) wire(cfg *config.Config, opts *gateway.Options) error {
 	}
 	opts.Tools.List = toolLister(auth, client)
 	return nil
+}
+
+// view is the fleet view of the child called name; nil for a replica
+// that is none.
+func (f *stdioFleet) view(name string, now time.Time) (*admin.Process, []string) {
+	for _, c := range f.children {
+		if c.Name() != name {
+			continue
+		}
+		i := c.Info()
+		p := &admin.Process{PID: i.PID, Restarts: i.Restarts, Sessions: i.Sessions}
+		if !i.Started.IsZero() {
+			at := i.Started.UTC()
+			p.Started, p.UptimeSeconds = &at, max(0, now.Sub(i.Started).Seconds())
+		}
+		return p, i.Stderr
+	}
+	return nil, nil
 }
 
 // checkClient is the health checker's client when a service has stdio

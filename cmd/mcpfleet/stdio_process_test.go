@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/config"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,11 +51,12 @@ func stdioTestChildren(t *testing.T, tag string) map[int]string {
 
 // startStdioServe starts serve with a stdio fleet of two test servers,
 // each started through sh -c, and returns its address.
-func startStdioServe(t *testing.T, tag string) (gw string, stop func()) {
+func startStdioServe(t *testing.T, tag string) (gw, adm string, stop func()) {
 	t.Helper()
 	dir := t.TempDir()
-	gw = testproc.FreeAddr(t)
+	gw, adm = testproc.FreeAddr(t), testproc.FreeAddr(t)
 	cfg := `listen: ` + gw + `
+admin: ` + adm + `
 secret_file: ` + writeSecret(t) + `
 balance: round-robin
 health_check: {interval: 200ms, timeout: 200ms}
@@ -70,7 +74,7 @@ upstreams:
 	}
 	stop = startProcess(t, "serve", "--config", path)
 	testproc.WaitReady(t, "http://"+gw+"/readyz")
-	return gw, stop
+	return gw, adm, stop
 }
 
 func connectGW(ctx context.Context, t *testing.T, gw, version string) *mcp.ClientSession {
@@ -104,16 +108,15 @@ func TestStdioFleetThroughServe(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	gw, stop := startStdioServe(t, tag)
+	gw, adm, stop := startStdioServe(t, tag)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	byChild := map[string]*mcp.ClientSession{}
-	for range 20 {
+	// Both children up (readiness needs one), each session on one.
+	for end := time.Now().Add(10 * time.Second); len(byChild) < 2 && time.Now().Before(end); {
 		cs := connectGW(ctx, t, gw, "2025-11-25")
 		byChild[whoamiOf(ctx, t, cs)] = cs
-		if len(byChild) == 2 {
-			break
-		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if _, ok := byChild["kid-1"]; !ok || len(byChild) != 2 {
 		t.Fatalf("sessions reached %v, want kid-1 and kid-2", byChild)
@@ -162,6 +165,7 @@ func TestStdioFleetThroughServe(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	checkFleetProcess(t, adm, "kid-1", 1)
 	stop()
 	if left := stdioTestChildren(t, tag); len(left) > 0 {
 		t.Errorf("after shutdown, processes of the test remain: %v", left)
@@ -214,4 +218,28 @@ func TestStdioFlag(t *testing.T) {
 			t.Errorf("replicas %+v", specs)
 		}
 	}
+}
+
+// checkFleetProcess checks the fleet view's process of child name.
+func checkFleetProcess(t *testing.T, adm, name string, restarts int) {
+	t.Helper()
+	resp, err := http.Get("http://" + adm + "/api/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var f admin.Fleet
+	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Replicas {
+		if r.Name != name {
+			continue
+		}
+		if p := r.Process; p == nil || p.PID <= 0 || p.Restarts != restarts || p.Started == nil {
+			t.Errorf("fleet view of %s: process %+v, stderr %q; want a pid, %d restarts", name, p, r.Stderr, restarts)
+		}
+		return
+	}
+	t.Errorf("no replica %s in the fleet view", name)
 }
