@@ -330,6 +330,9 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 			} else if _, err := upstream.New(upstreamSpecs(&svc.Config)); err != nil {
 				return abort(fmt.Errorf("service %s: %w", svc.Name, err))
 			}
+			if !sameStdio(&run.svc.Config, &svc.Config) {
+				return abort(fmt.Errorf("service %s: its stdio upstreams changed, and a reload does not restart stdio children: restart instead", svc.Name))
+			}
 			keep[run] = true
 			next = append(next, run)
 			continue

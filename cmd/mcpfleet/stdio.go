@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"sync"
 	"time"
 
@@ -187,4 +188,19 @@ func stdioFlag(cfg *config.Config, command string, processes int, urls, givenPro
 	}
 	cfg.Upstreams = []config.Upstream{{Stdio: config.Stdio{Command: argv, Processes: processes}}}
 	return nil
+}
+
+// sameStdio reports whether a and b have the same stdio upstreams, in the
+// same order: what a reload may keep running as it is.
+func sameStdio(a, b *config.Config) bool {
+	stdioOf := func(c *config.Config) []config.Upstream {
+		var ups []config.Upstream
+		for _, u := range c.Upstreams {
+			if u.IsStdio() {
+				ups = append(ups, u)
+			}
+		}
+		return ups
+	}
+	return reflect.DeepEqual(stdioOf(a), stdioOf(b))
 }

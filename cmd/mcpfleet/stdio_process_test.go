@@ -243,3 +243,30 @@ func checkFleetProcess(t *testing.T, adm, name string, restarts int) {
 	}
 	t.Errorf("no replica %s in the fleet view", name)
 }
+
+func TestSameStdio(t *testing.T) {
+	parse := func(y string) config.Config {
+		t.Helper()
+		c, err := config.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := parse("upstreams: [{stdio: {command: [srv, a]}}, {url: 'http://127.0.0.1:1/mcp'}]")
+	for _, tt := range []struct {
+		y    string
+		same bool
+	}{
+		{"upstreams: [{stdio: {command: [srv, a]}}, {url: 'http://127.0.0.1:2/mcp'}]", true},
+		{"upstreams: [{stdio: {command: [srv, b]}}]", false},
+		{"upstreams: [{stdio: {command: [srv, a], processes: 3}}]", false},
+		{"upstreams: [{stdio: {command: [srv, a], env: {K: v}}}]", false},
+		{"upstreams: [{url: 'http://127.0.0.1:1/mcp'}]", false},
+	} {
+		b := parse(tt.y)
+		if got := sameStdio(&a, &b); got != tt.same {
+			t.Errorf("%s: same %v, want %v", tt.y, got, tt.same)
+		}
+	}
+}
