@@ -3,6 +3,7 @@ package stdio
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -303,5 +304,31 @@ func TestChildOverLongLine(t *testing.T) {
 	s, _ = c.Open()
 	if got := text(callTool(t, s, "1", "echo", `{"text":"short"}`, 5*time.Second)); got != "short" {
 		t.Errorf("after the restart: %q", got)
+	}
+}
+
+// TestChildStopsReading: a child that stops reading its stdin holds a
+// sender only up to the write timeout; then the child is lost and the
+// call gets replica_lost.
+func TestChildStopsReading(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	init := `{"jsonrpc":"2.0","id":"mcpfleet-initialize","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"deaf","version":"1"}}}`
+	script := `read line; echo '` + init + `'; exec sleep 60`
+	c := startChild(t, "deaf", []string{"sh", "-c", script}, func(o *Options) { o.WriteTimeout = 300 * time.Millisecond })
+	s, err := c.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 1<<20) + `"}}}`
+	start := time.Now()
+	err = s.Send([]byte(big))
+	if took := time.Since(start); !errors.Is(err, ErrWrite) || took > 3*time.Second {
+		t.Errorf("Send to a child that reads nothing: %v after %v, want ErrWrite after about 300ms", err, took)
+	}
+	m := waitAnswer(t, s, 3*time.Second)
+	if e, _ := m["error"].(map[string]any); fmt.Sprint(e["code"]) != "-32603" || fmt.Sprint(m["id"]) != "1" {
+		t.Errorf("the call's answer: %v, want replica_lost for id 1", m)
 	}
 }

@@ -149,3 +149,29 @@ func TestMuxRefuses(t *testing.T) {
 		t.Error("a non-JSON line from the child was routed")
 	}
 }
+
+// FuzzMuxFromChild: whatever a child writes, the mux neither panics nor
+// delivers to a session that has no call, nor loses track of its calls.
+func FuzzMuxFromChild(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":"s","method":"roots/list"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}`, `[1]`, `{"id":null}`, `{"method":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		x := NewMux()
+		if _, err := x.FromClient(7, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"t"}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := x.FromChild(line)
+		if err != nil {
+			return
+		}
+		if r.Msg != nil && !r.Broadcast && r.To != 7 {
+			t.Fatalf("%s went to session %d", line, r.To)
+		}
+		in := x.InFlight(7)
+		if lost := len(x.Lost()); lost != in || in > 1 {
+			t.Fatalf("%d calls in flight, %d lost, after one call", in, lost)
+		}
+	})
+}
