@@ -81,3 +81,107 @@ upstreams:
 		})
 	}
 }
+
+// stdioServersVersion is the version of the npm stdio servers the tests
+// run (server-filesystem, server-memory).
+const stdioServersVersion = "2026.8.31"
+
+func stdioServers(t *testing.T) (node, modules string) {
+	t.Helper()
+	return nodePackages(t, "stdio-filesystem"+stdioServersVersion+"-memory"+stdioServersVersion,
+		"node_modules/@modelcontextprotocol/server-memory/dist/index.js",
+		"@modelcontextprotocol/server-filesystem@"+stdioServersVersion, "@modelcontextprotocol/server-memory@"+stdioServersVersion)
+}
+
+// serveStdioYAML starts serve with one stdio upstream, its YAML given.
+func serveStdioYAML(t *testing.T, upstream string) string {
+	t.Helper()
+	gw := testproc.FreeAddr(t)
+	cfg := "listen: " + gw + "\nsecret_file: " + writeSecret(t) + "\nbalance: round-robin\nupstreams:\n" + upstream
+	path := filepath.Join(t.TempDir(), "mcpfleet.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startProcess(t, "serve", "--config", path)
+	testproc.WaitReady(t, "http://"+gw+"/readyz")
+	return gw
+}
+
+func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil || res.IsError || len(res.Content) == 0 {
+		t.Fatalf("%s: %+v, %v", tool, res, err)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// TestStdioFilesystemServer: server-filesystem rooted in a temporary
+// directory, two pooled children: what a client writes through the
+// gateway lands there, and reads back, in both eras.
+func TestStdioFilesystemServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	node, modules := stdioServers(t)
+	root := t.TempDir()
+	gw := serveStdioYAML(t, `  - name: files
+    stdio:
+      command: [`+node+`, `+filepath.Join(modules, "@modelcontextprotocol", "server-filesystem", "dist", "index.js")+`, `+root+`]
+`)
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cs := connectGW(ctx, t, gw, version)
+		file := filepath.Join(root, "note-"+version+".txt")
+		callText(ctx, t, cs, "write_file", map[string]any{"path": file, "content": "written in " + version})
+		if b, err := os.ReadFile(file); err != nil || string(b) != "written in "+version {
+			t.Errorf("%s: the file holds %q, %v", version, b, err)
+		}
+		for range 2 { // either child reads it
+			if got := callText(ctx, t, cs, "read_text_file", map[string]any{"path": file}); got != "written in "+version {
+				t.Errorf("%s: read back %q", version, got)
+			}
+		}
+		cancel()
+	}
+}
+
+// TestStdioMemoryFilePerChild: server-memory with MEMORY_FILE_PATH holding
+// {child}: each child keeps its own graph in its own file, so a session
+// sees what it wrote, and a session on the other child does not.
+func TestStdioMemoryFilePerChild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	node, modules := stdioServers(t)
+	dir := t.TempDir()
+	gw := serveStdioYAML(t, `  - name: mem
+    stdio:
+      command: [`+node+`, `+filepath.Join(modules, "@modelcontextprotocol", "server-memory", "dist", "index.js")+`]
+      env: {MEMORY_FILE_PATH: "`+dir+`/{child}.jsonl"}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := connectGW(ctx, t, gw, "2025-11-25") // round-robin: one child each
+	b := connectGW(ctx, t, gw, "2025-11-25")
+	callText(ctx, t, a, "create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": "alice-entity", "entityType": "test", "observations": []any{"seen by a"}},
+	}})
+	for range 3 { // its other requests leave the graph as it is
+		if got := callText(ctx, t, a, "read_graph", map[string]any{}); !strings.Contains(got, "alice-entity") {
+			t.Fatalf("session a's graph %s, want its entity", got)
+		}
+	}
+	if got := callText(ctx, t, b, "read_graph", map[string]any{}); strings.Contains(got, "alice-entity") {
+		t.Errorf("session b on the other child sees a's entity: %s", got)
+	}
+	var holding []string
+	for _, child := range []string{"mem-1", "mem-2"} {
+		if f, err := os.ReadFile(filepath.Join(dir, child+".jsonl")); err == nil && strings.Contains(string(f), "alice-entity") {
+			holding = append(holding, child)
+		}
+	}
+	if len(holding) != 1 {
+		t.Errorf("the entity is in the files of %v, want exactly one child's", holding)
+	}
+}
