@@ -22,22 +22,11 @@ func TestStdioEverythingServer(t *testing.T) {
 	}
 	node, modules := nodeTools(t)
 	server := filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	gw := testproc.FreeAddr(t)
-	cfg := `listen: ` + gw + `
-secret_file: ` + writeSecret(t) + `
-balance: round-robin
-upstreams:
-  - name: everything
+	gw := serveStdioYAML(t, `  - name: everything
     stdio:
-      command: [` + node + `, ` + server + `, stdio]
+      command: [`+node+`, `+server+`, stdio]
       processes: 3
-`
-	path := filepath.Join(t.TempDir(), "mcpfleet.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	startProcess(t, "serve", "--config", path)
-	testproc.WaitReady(t, "http://"+gw+"/readyz")
+`)
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
