@@ -270,3 +270,24 @@ func TestSameStdio(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioSessionBinding: a session on a stdio child is bound to the
+// caller that opened it, as on any replica: another caller's POST, GET and
+// DELETE on its ID get 404 -32001, and its opener goes on.
+func TestStdioSessionBinding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	tag := strconv.Itoa(os.Getpid()) + "-b-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	gw, _, _ := startStdioServe(t, tag)
+	alice, bob := "Bearer alice-secret-token", "Bearer bob-secret-token"
+	sid := legacyInitialize(t, gw, alice)
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		if status, body := legacyRequest(t, gw, method, sid, bob); status != http.StatusNotFound || !strings.Contains(body, `"code":-32001`) {
+			t.Errorf("bob's %s on alice's session: %d %s; want 404 -32001", method, status, body)
+		}
+	}
+	if status, body := legacyRequest(t, gw, http.MethodPost, sid, alice); status != http.StatusOK || !strings.Contains(body, `"text":"kid-`) {
+		t.Errorf("alice on her own session: %d %s", status, body)
+	}
+}
