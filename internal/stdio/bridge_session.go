@@ -68,7 +68,9 @@ func (b *bsession) route(msg []byte) {
 	var ch chan []byte
 	switch {
 	case m.Method == "" && hasID(m.ID):
-		ch = b.calls[idKey(m.ID)]
+		if ch = b.calls[idKey(m.ID)]; ch == nil {
+			return // the answer of a call whose client left
+		}
 	case m.Method == "notifications/progress":
 		ch = b.tokens[idKey(m.Params.Token)]
 	}
@@ -86,7 +88,17 @@ func (b *bsession) route(msg []byte) {
 	}
 	select {
 	case ch <- msg:
-	default: // a waiter that fell maxQueued behind loses the message
+	default:
+		// A waiter 64 messages behind loses a notification; an answer
+		// takes the place of the oldest one, for a call's answer must
+		// never be lost (only this goroutine sends, under b.mu).
+		if m.Method == "" {
+			select {
+			case <-ch:
+			default:
+			}
+			ch <- msg
+		}
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 // maxQueued bounds the messages waiting for a session's reader; a session
 // whose reader falls that far behind ends, rather than hold the child's
 // other sessions or grow without bound.
-const maxQueued = 4096
+const maxQueued = 256
 
 // A Session is one client session on a child: what its client sends goes
 // to the child with its ids rewritten, and what the child sends for it
