@@ -37,14 +37,38 @@ const maxBody = 64 << 20
 type Bridge struct {
 	child *Child
 	log   *slog.Logger
+	// idle ends a session with no request, call or stream for this long
+	// (checked at each new session); 0: never.
+	idle time.Duration
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*bsession
 }
 
 // NewBridge returns the bridge of c.
-func NewBridge(c *Child) *Bridge {
-	return &Bridge{child: c, log: c.opts.Logger.With("child", c.opts.Name), sessions: map[string]*bsession{}}
+func NewBridge(c *Child, idle time.Duration) *Bridge {
+	return &Bridge{child: c, log: c.opts.Logger.With("child", c.opts.Name), idle: idle, sessions: map[string]*bsession{}}
+}
+
+// sweep ends the sessions idle for b.idle by now: a client that never
+// sent DELETE (whose sealed ID the gateway no longer opens, when idle is
+// its session_max_age) holds nothing on the child for ever.
+func (b *Bridge) sweep(now time.Time) {
+	if b.idle <= 0 {
+		return
+	}
+	var ended []*bsession
+	b.mu.Lock()
+	for id, s := range b.sessions {
+		if s.idleSince(now) >= b.idle {
+			delete(b.sessions, id)
+			ended = append(ended, s)
+		}
+	}
+	b.mu.Unlock()
+	for _, s := range ended {
+		s.s.Close()
+	}
 }
 
 // ServeHTTP serves the child's MCP endpoint and its health.
@@ -59,6 +83,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		b.servePost(w, r, sid)
 	case http.MethodGet:
 		if s := b.session(sid); s != nil {
+			s.touch(time.Now())
 			s.serveStream(w, r)
 			return
 		}
@@ -136,6 +161,7 @@ func (b *Bridge) servePost(w http.ResponseWriter, r *http.Request, sid string) {
 		writeError(w, m.ID, sessionGone(sid))
 		return
 	}
+	s.touch(time.Now())
 	if m.Kind != mcpmsg.KindRequest {
 		if err := s.s.Send(body); err != nil {
 			writeError(w, nil, sendError(err))
@@ -156,6 +182,7 @@ func (b *Bridge) initialize(w http.ResponseWriter, body []byte, id []byte) {
 		return
 	}
 	result := negotiate(cs.Initialize(), body)
+	b.sweep(time.Now())
 	sid := newSessionID()
 	s := newBSession(cs, func() { b.take(sid) })
 	b.mu.Lock()

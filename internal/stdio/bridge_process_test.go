@@ -29,7 +29,7 @@ func TestBridgeBothEras(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(socks.Close)
-	bridge := NewBridge(c)
+	bridge := NewBridge(c, 0)
 	if err := socks.Serve("e-1", bridge); err != nil {
 		t.Fatal(err)
 	}
@@ -74,5 +74,37 @@ func TestBridgeBothEras(t *testing.T) {
 				t.Errorf("%d sessions on the bridge, want %d for %s", n, want, version)
 			}
 		})
+	}
+}
+
+// TestBridgeEndsIdleSessions: a session nobody DELETEd, idle past the
+// bridge's bound, ends at the next initialize; one in use stays.
+func TestBridgeEndsIdleSessions(t *testing.T) {
+	needBin(t)
+	c := startChild(t, "i-1", testserverArgv("i-1"), nil)
+	b := NewBridge(c, time.Hour)
+	open := func() *bsession {
+		cs, err := c.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newBSession(cs, func() {})
+		b.mu.Lock()
+		b.sessions[newSessionID()] = s
+		b.mu.Unlock()
+		return s
+	}
+	old, fresh := open(), open()
+	old.touch(time.Now().Add(-2 * time.Hour))
+	fresh.touch(time.Now().Add(-30 * time.Minute))
+	b.sweep(time.Now())
+	b.mu.Lock()
+	n := len(b.sessions)
+	b.mu.Unlock()
+	if n != 1 || c.Info().Sessions != 1 {
+		t.Errorf("after the sweep: %d bridge sessions, %d on the child; want the fresh one alone", n, c.Info().Sessions)
+	}
+	if _, open := <-old.s.Messages(); open {
+		t.Error("the idle session's child session goes on")
 	}
 }

@@ -26,10 +26,29 @@ type bsession struct {
 	tokens  map[string]chan []byte // a call's progress token (idKey) -> its POST
 	stream  chan []byte            // the GET stream; nil when none
 	settled bool                   // the child's messages ended
+	last    time.Time              // the last request's arrival
+}
+
+// touch notes a request at now.
+func (b *bsession) touch(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last = now
+}
+
+// idleSince is how long the session has been idle at now: 0 while a call
+// or a stream is open.
+func (b *bsession) idleSince(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.calls) > 0 || b.stream != nil {
+		return 0
+	}
+	return now.Sub(b.last)
 }
 
 func newBSession(s *Session, end func()) *bsession {
-	b := &bsession{s: s, end: end, calls: map[string]chan []byte{}, tokens: map[string]chan []byte{}}
+	b := &bsession{s: s, end: end, calls: map[string]chan []byte{}, tokens: map[string]chan []byte{}, last: time.Now()}
 	go b.dispatch()
 	return b
 }
