@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	replicas := fs.Int("replicas", 3, "test server replicas to start (1 to 12)")
 	dur := fs.Duration("for", 0, "stop after this long (default: until Ctrl-C)")
 	verbose := fs.Bool("v", false, "log every request")
+	stdioKids := fs.Bool("stdio", false, "run the test servers as stdio children of the gateway (testserver --stdio), as a stdio fleet is served")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,7 +47,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	srvCtx, stopServers := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { stopServers(); wg.Wait() }()
+	if *stdioKids {
+		up, err := demoStdio(*replicas)
+		if err != nil {
+			return err
+		}
+		cfg.Upstreams = append(cfg.Upstreams, up)
+	}
 	for i := range *replicas {
+		if *stdioKids {
+			break
+		}
 		name := fmt.Sprintf("replica-%c", 'a'+i)
 		srv, err := testserver.New(name, &testserver.Options{Logger: log, ShutdownGrace: 2 * time.Second})
 		if err != nil {
@@ -77,8 +89,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func printDemo(w io.Writer, addr string, admin net.Addr, cfg config.Config) {
 	url := "http://" + addr + cfg.Path
-	fmt.Fprintf(w, "mcpfleet demo: %d test servers behind the gateway\n\n", len(cfg.Upstreams))
-	for _, u := range cfg.Upstreams {
+	specs := upstreamSpecs(&cfg)
+	kind := "test servers"
+	if len(cfg.Upstreams) == 1 && cfg.Upstreams[0].IsStdio() {
+		kind = "stdio test servers (children of the gateway)"
+	}
+	fmt.Fprintf(w, "mcpfleet demo: %d %s behind the gateway\n\n", len(specs), kind)
+	for _, u := range specs {
 		fmt.Fprintf(w, "  %-10s %s\n", u.Name, u.URL)
 	}
 	fmt.Fprintf(w, "\n  gateway    %s\n  health     http://%s/healthz\n", url, addr)
@@ -115,4 +132,18 @@ func curlWhoami(url string) string {
     -H 'Mcp-Protocol-Version: 2026-07-28' \
     -H 'Mcp-Method: tools/call' -H 'Mcp-Name: whoami' \
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'`
+}
+
+// demoStdio is the demo's stdio upstream: n children of this very binary
+// running testserver --stdio, each named for whoami as its child.
+func demoStdio(n int) (config.Upstream, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return config.Upstream{}, fmt.Errorf("finding this program for its stdio children: %w", err)
+	}
+	return config.Upstream{Name: "child", Stdio: config.Stdio{
+		Command:   []string{"sh", "-c", `exec "$0" testserver --stdio --name "$CHILD"`, exe},
+		Env:       map[string]string{"CHILD": "{child}"},
+		Processes: n,
+	}}, nil
 }

@@ -39,7 +39,7 @@ that names it.`,
 		groups: []flagGroup{
 			{"configuration", []string{"config"}},
 			{"listeners", []string{"listen", "admin", "server", "tls-cert-file", "tls-key-file"}},
-			{"replicas", []string{"upstream", "balance"}},
+			{"replicas", []string{"upstream", "stdio", "processes", "balance"}},
 			{"health and draining", []string{"health-check-interval", "drain-delay", "grace"}},
 			{"sessions and streams", []string{"secret-file", "keepalive"}},
 			{"limits", nil},
@@ -48,6 +48,7 @@ that names it.`,
 		},
 		examples: []string{
 			"mcpfleet serve --upstream http://10.0.0.11:8080/mcp --upstream http://10.0.0.12:8080/mcp",
+			`mcpfleet serve --stdio "npx -y @modelcontextprotocol/server-memory" --processes 3`,
 			"mcpfleet serve --config /etc/mcpfleet/mcpfleet.yaml --admin 127.0.0.1:9090",
 			makeSecret + " && mcpfleet serve --secret-file " + secretPath + " --upstream http://10.0.0.11:8080/mcp",
 		},
@@ -58,19 +59,21 @@ on the admin listener, and prints how to reach them (curl, MCP Inspector).
 Nothing is written to disk; Ctrl-C stops everything.`,
 		groups: []flagGroup{
 			{"listeners", []string{"listen", "admin"}},
-			{"fleet", []string{"replicas"}},
+			{"fleet", []string{"replicas", "stdio"}},
 			{"run", []string{"for", "v"}},
 		},
 		examples: []string{
 			"mcpfleet demo",
 			"mcpfleet demo --listen 127.0.0.1:18080 --admin 127.0.0.1:19090 --replicas 5",
+			"mcpfleet demo --stdio --replicas 3",
 		},
 	},
 	"testserver": {
 		about: `A real MCP server (official Go SDK) on /mcp with tools that sleep, report
-progress and mutate counted state, and /health for the gateway's checks.`,
+progress and mutate counted state, and /health for the gateway's checks;
+with --stdio, the same server on stdin and stdout, as a stdio child.`,
 		groups: []flagGroup{
-			{"listener", []string{"listen", "name"}},
+			{"listener", []string{"listen", "name", "stdio"}},
 			{"protocol", []string{"era", "stateless", "event-store", "cache-ttl", "resource-metadata", "keepalive"}},
 			{"tools", []string{"add-tool", "describe", "slots", "ledger"}},
 			{"shutdown", []string{"drain-delay", "grace"}},
@@ -79,6 +82,7 @@ progress and mutate counted state, and /health for the gateway's checks.`,
 		examples: []string{
 			"mcpfleet testserver --listen 127.0.0.1:9001 --name a",
 			"mcpfleet testserver --listen 127.0.0.1:9002 --era 2026 --slots 4 --drain-delay 5s",
+			"mcpfleet testserver --stdio --name child-1",
 		},
 	},
 	"secret": {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
@@ -146,9 +147,13 @@ func maxInflight(c *config.Config) map[string]int {
 
 // upstreamSpecs returns the upstreams as the fleet takes them.
 func upstreamSpecs(c *config.Config) []upstream.Spec {
-	specs := make([]upstream.Spec, len(c.Upstreams))
+	specs := make([]upstream.Spec, 0, len(c.Upstreams))
 	for i, u := range c.Upstreams {
-		specs[i] = upstream.Spec{Name: u.Name, URL: u.URL, SSEURL: u.SSEURL}
+		if u.IsStdio() {
+			specs = append(specs, stdioSpecs(&c.Upstreams[i])...)
+			continue
+		}
+		specs = append(specs, upstream.Spec{Name: u.Name, URL: u.URL, SSEURL: u.SSEURL})
 	}
 	return specs
 }
@@ -258,8 +263,14 @@ func toolOptions(c *config.Config) (*gateway.ToolOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.List = func(ctx context.Context, url string) ([]tools.Definition, string, error) {
-		return listing.List(ctx, url, listing.ListOptions{Authorization: auth})
-	}
+	o.List = toolLister(auth, nil)
 	return o, nil
+}
+
+// toolLister lists a replica's tools with auth, through client (nil: the
+// listing's own).
+func toolLister(auth string, client *http.Client) func(ctx context.Context, url string) ([]tools.Definition, string, error) {
+	return func(ctx context.Context, url string) ([]tools.Definition, string, error) {
+		return listing.List(ctx, url, listing.ListOptions{Authorization: auth, Client: client})
+	}
 }

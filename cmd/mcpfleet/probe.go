@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcpfleet/internal/probe"
@@ -86,6 +87,9 @@ func parseProbeFlags(args []string) (*probeFlags, error) {
 	}
 	if o.URL == "" {
 		return nil, usageError{errors.New("--url: required")}
+	}
+	if !strings.HasPrefix(o.URL, "http://") && !strings.HasPrefix(o.URL, "https://") {
+		return nil, usageError{fmt.Errorf("--url %q: want the http or https endpoint of a balancer; a stdio server has none of its own: run its fleet with mcpfleet itself (serve --stdio \"COMMAND\") and probe that", o.URL)}
 	}
 	for name, v := range map[string]int{"identities": o.Identities, "requests": o.Requests, "concurrency": o.Concurrency} {
 		if v < 1 {

@@ -39,6 +39,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	adminToken := fs.String("admin-token-file", "", "`file` holding the bearer token every admin route but the page and /metrics then requires (default none)")
 	var ups listFlag
 	fs.Var(&ups, "upstream", "replica MCP endpoint `URL` (repeatable); replaces the config's upstreams")
+	stdioCmd := fs.String("stdio", "", "run this stdio MCP server `command` as the fleet's replicas, split as a shell would but never run by one (\"npx -y @modelcontextprotocol/server-memory\"); replaces the config's upstreams")
+	processes := fs.Int("processes", 0, fmt.Sprintf("how many children of --stdio run (default %d)", config.DefaultStdioProcesses))
 	bal := fs.String("balance", "", fmt.Sprintf("hash, least-inflight or round-robin (default %s)", def.Balance))
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of proxies trusted to name the client (needs --trusted-proxy-header)")
 	proxyHeader := fs.String("trusted-proxy-header", "", "`header` trusted proxies name the client in, e.g. X-Forwarded-For")
@@ -92,6 +94,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if given["grace"] {
 		cfg.Grace = config.Duration(*grace)
+	}
+	if err := stdioFlag(&cfg, *stdioCmd, *processes, len(ups) > 0, given["processes"]); err != nil {
+		return usageError{err}
 	}
 	if len(ups) > 0 {
 		cfg.Upstreams = nil

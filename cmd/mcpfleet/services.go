@@ -26,6 +26,7 @@ type serviceRun struct {
 	stores *stores
 	bg     *background
 	log    *slog.Logger
+	stdio  *stdioFleet // the service's stdio children; nil when none
 
 	adminOnce sync.Once
 	admin     http.Handler
@@ -78,13 +79,25 @@ func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger
 	if svc.Name != "" {
 		log = log.With("service", svc.Name)
 	}
+	kids, err := startStdio(&cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	fleet, err := buildFleet(cfg, log)
 	if err != nil {
+		kids.close()
 		return nil, err
 	}
 	opts, err := gatewayOptions(&cfg)
 	if err != nil {
+		kids.close()
 		return nil, usageError{err}
+	}
+	if kids != nil {
+		if err := kids.wire(&cfg, opts); err != nil {
+			kids.close()
+			return nil, usageError{err}
+		}
 	}
 	opts.Service, opts.Registry, opts.MemoryLimit, opts.AccessLog = svc.Name, reg, budget, sinks.access
 	opts.Audit, opts.AuditSubject = sinks.audit, sinks.auditSubject
@@ -94,17 +107,20 @@ func startService(svc config.Service, reg *prometheus.Registry, log *slog.Logger
 	}
 	st, err := buildStores(cfg, opts, log)
 	if err != nil {
+		kids.close()
 		return nil, err
 	}
 	gw, err := gateway.New(fleet, log, opts)
 	if err != nil {
 		st.close()
+		kids.close()
 		return nil, err
 	}
-	run := &serviceRun{svc: svc, fleet: fleet, gw: gw, stores: st, log: log}
+	run := &serviceRun{svc: svc, fleet: fleet, gw: gw, stores: st, log: log, stdio: kids}
 	if err := run.startBackground(); err != nil {
 		gw.Close()
 		st.close()
+		kids.close()
 		return nil, err
 	}
 	return run, nil
@@ -115,6 +131,9 @@ func (run *serviceRun) startBackground() error {
 	cfg := &run.svc.Config
 	run.bg = newBackground()
 	if copts := checkOptions(cfg, run.gw.HealthChanged, run.log); copts != nil {
+		if run.stdio != nil {
+			copts.Client = run.stdio.checkClient(time.Duration(cfg.HealthCheck.Timeout))
+		}
 		checker, err := upstream.NewChecker(run.fleet, copts)
 		if err != nil {
 			run.bg.stop()
@@ -138,6 +157,7 @@ func (run *serviceRun) close() {
 	run.bg.stop()
 	run.gw.Close()
 	run.stores.close()
+	run.stdio.close()
 }
 
 // retire takes a service out of a running gateway: it takes no new work
@@ -309,6 +329,9 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 				}
 			} else if _, err := upstream.New(upstreamSpecs(&svc.Config)); err != nil {
 				return abort(fmt.Errorf("service %s: %w", svc.Name, err))
+			}
+			if !sameStdio(&run.svc.Config, &svc.Config) {
+				return abort(fmt.Errorf("service %s: its stdio upstreams changed, and a reload does not restart stdio children: restart instead", svc.Name))
 			}
 			keep[run] = true
 			next = append(next, run)

@@ -33,6 +33,17 @@ const (
 // TypeScript SDK and the everything server, installing them on first use.
 func nodeTools(t *testing.T) (node, modules string) {
 	t.Helper()
+	return nodePackages(t, "sse2024-sdk"+tsSDKVersion+"-everything"+everythingServer,
+		"node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+		"@modelcontextprotocol/sdk@"+tsSDKVersion, "@modelcontextprotocol/server-everything@"+everythingServer)
+}
+
+// nodePackages returns Node and a node_modules with pkgs, installed once
+// into the cache directory named by tag (scripts/lib/node.sh); check is a
+// path there that a complete install has. It skips (or fails, see
+// skipWithoutNode) when they cannot be had.
+func nodePackages(t *testing.T, tag, check string, pkgs ...string) (node, modules string) {
+	t.Helper()
 	for _, tool := range []string{"bash", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			skipWithoutNode(t, tool+" not on PATH")
@@ -46,13 +57,12 @@ func nodeTools(t *testing.T) (node, modules string) {
 		}
 		root = filepath.Join(home, ".cache", "mcpfleet")
 	}
-	dir := filepath.Join(root, "node", "node"+nodeMajor+"-sse2024-sdk"+tsSDKVersion+"-everything"+everythingServer)
-	check := "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+	dir := filepath.Join(root, "node", "node"+nodeMajor+"-"+tag)
 	log := filepath.Join(t.TempDir(), "npm-install.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "bash", filepath.Join("..", "..", "scripts", "lib", "node.sh"), dir, nodeMajor, log, check,
-		"@modelcontextprotocol/sdk@"+tsSDKVersion, "@modelcontextprotocol/server-everything@"+everythingServer).Output()
+	args := append([]string{filepath.Join("..", "..", "scripts", "lib", "node.sh"), dir, nodeMajor, log, check}, pkgs...)
+	out, err := exec.CommandContext(ctx, "bash", args...).Output()
 	if err != nil {
 		b, _ := os.ReadFile(log)
 		skipWithoutNode(t, "installing Node "+nodeMajor+" and the TypeScript packages failed: "+err.Error()+"\n"+string(b))

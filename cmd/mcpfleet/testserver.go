@@ -30,6 +30,7 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.Var(&describe, "describe", "serve the tool named before = with this description instead (`tool=text`): a changed definition; repeatable")
 	resourceMetadata := fs.Bool("resource-metadata", false, "serve an OAuth protected-resource document (RFC 9728) at /.well-known/oauth-protected-resource and its path-suffixed forms, naming this replica")
 	otlp := fs.String("otlp-endpoint", "", "export a span per /mcp request over OTLP/HTTP to this base `URL` (such as http://127.0.0.1:4318), under the trace context the request brings (default off)")
+	stdio := fs.Bool("stdio", false, "serve MCP on stdin and stdout instead of HTTP, one JSON-RPC message a line, as a stdio server (logs go to stderr; -listen is not used)")
 	stateless := fs.Bool("stateless", false, "serve 2025-11-25 requests with the SDK's stateless handler too: no sessions, any replica answers any request")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -82,6 +83,9 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return usageError{err}
 	}
+	if *stdio {
+		return srv.ServeStdio(ctx, os.Stdin, nopCloser{stdout})
+	}
 	ln, err := listenTCP("--listen", *listen)
 	if err != nil {
 		return err
@@ -93,3 +97,10 @@ func runTestserver(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fmt.Fprintf(stdout, "mcpfleet testserver %s: stopped, %d calls killed\n", *name, srv.Killed())
 	return err
 }
+
+// nopCloser is a writer whose Close does nothing: the stdio test server
+// does not close the stdout it was given.
+type nopCloser struct{ io.Writer }
+
+// Close does nothing.
+func (nopCloser) Close() error { return nil }

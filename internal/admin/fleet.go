@@ -136,6 +136,24 @@ type Replica struct {
 	// to its standard error, oldest first; nil (and absent from the JSON)
 	// for a replica reached over HTTP.
 	Stderr []string `json:"stderr,omitempty"`
+	// Process is the child process a stdio replica runs as; nil (and
+	// absent from the JSON) for a replica reached over HTTP.
+	Process *Process `json:"process,omitempty"`
+}
+
+// Process is a stdio replica's child process.
+type Process struct {
+	// PID is its process ID (its process group's too); 0 while it is not
+	// running (starting again after it exited).
+	PID int `json:"pid"`
+	// Started is when its current run started; absent while not running.
+	Started *time.Time `json:"started,omitempty"`
+	// UptimeSeconds is how long its current run has been up.
+	UptimeSeconds float64 `json:"uptime_seconds"`
+	// Restarts counts its runs after the first.
+	Restarts int `json:"restarts"`
+	// Sessions is the client sessions on it now (through this gateway).
+	Sessions int `json:"sessions"`
 }
 
 // Failure is one request a replica failed, as the gateway saw it.

@@ -86,3 +86,10 @@ func TestStoresStayApart(t *testing.T) {
 		mustNot(t, pkg, redis)
 	}
 }
+
+// TestStdioStandsApart: the stdio children and their bridges are reached
+// by the gateway as replicas are, over HTTP: the package imports neither
+// the gateway nor the fleet, so the gateway needs no change for them.
+func TestStdioStandsApart(t *testing.T) {
+	mustNot(t, "stdio", "internal/gateway", "internal/upstream", "internal/admin", redis)
+}

@@ -49,6 +49,10 @@ type Upstream struct {
 	// MaxConnections is how many connections the replica takes; with
 	// gateways, serve refuses a pool that could open more.
 	MaxConnections int `yaml:"max_connections"`
+	// Stdio, when its command is set, makes this upstream a stdio server
+	// the gateway runs as child processes, each a replica; url is then
+	// unset.
+	Stdio Stdio `yaml:"stdio"`
 }
 
 func (c *Config) validateDiscovery(bad func(string, string, ...any)) {

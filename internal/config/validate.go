@@ -46,6 +46,14 @@ func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	for i, u := range c.Upstreams {
 		key := fmt.Sprintf("upstreams[%d]", i)
+		if u.IsStdio() {
+			validateStdio(key, &c.Upstreams[i], bad)
+			if seen[u.StdioName()] {
+				bad(key+".name", "duplicate replica name %q", u.StdioName())
+			}
+			seen[u.StdioName()] = true
+			continue
+		}
 		parsed, err := upstream.ParseURL(u.URL)
 		if err != nil {
 			bad(key+".url", "%v", err)

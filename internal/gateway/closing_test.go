@@ -22,8 +22,8 @@ func TestForwardToLeavingReplicaClosesItsConnections(t *testing.T) {
 		name string
 		fwd  func() forwarder
 	}{
-		{"h1 pool", func() forwarder { return newLeanForwarder(time.Second, 0, nil, newConnSet()) }},
-		{"net/http", func() forwarder { return newHTTPForwarder(time.Second, nil, newConnSet()) }},
+		{"h1 pool", func() forwarder { return newLeanForwarder(dialer(time.Second, nil), 0, nil) }},
+		{"net/http", func() forwarder { return newHTTPForwarder(dialer(time.Second, nil), nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex

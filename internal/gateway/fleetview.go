@@ -31,7 +31,11 @@ func (g *Gateway) Fleet(now time.Time) admin.Fleet {
 	snap := g.fleet.Snapshot()
 	f := admin.Fleet{At: now.UTC(), Gateway: g.gatewayView(now), Replicas: make([]admin.Replica, 0, snap.Len())}
 	for i := range snap.Len() {
-		f.Replicas = append(f.Replicas, replicaView(snap.At(i), now))
+		v := replicaView(snap.At(i), now)
+		if g.opts.ChildView != nil {
+			v.Process, v.Stderr = g.opts.ChildView(v.Name, now)
+		}
+		f.Replicas = append(f.Replicas, v)
 	}
 	return f
 }

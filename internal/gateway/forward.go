@@ -51,10 +51,25 @@ type httpForwarder struct {
 
 var _ forwarder = (*httpForwarder)(nil)
 
-func newHTTPForwarder(dialTimeout time.Duration, proxies *identity.Proxies, conns *connSet) *httpForwarder {
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+// dialer returns dial, or when nil a net.Dialer's, bounded by timeout.
+func dialer(timeout time.Duration, dial dialFunc) dialFunc {
+	if dial != nil {
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			return dial(ctx, network, addr)
+		}
+	}
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	return d.DialContext
+}
+
+func newHTTPForwarder(dial dialFunc, proxies *identity.Proxies) *httpForwarder {
 	t := &http.Transport{
-		DialContext:         conns.wrap(d.DialContext),
+		DialContext:         dial,
 		MaxIdleConns:        4096,
 		MaxIdleConnsPerHost: 1024,
 		IdleConnTimeout:     90 * time.Second,
@@ -238,13 +253,11 @@ var _ forwarder = (*leanForwarder)(nil)
 
 // newLeanForwarder returns the forwarder of plain and TLS replicas; a
 // positive maxConns bounds the connections open to each replica; proxies
-// (nil: nobody) may name the client to them; conns keeps the connections
-// they open.
-func newLeanForwarder(dialTimeout time.Duration, maxConns int, proxies *identity.Proxies, conns *connSet) *leanForwarder {
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+// (nil: nobody) may name the client to them.
+func newLeanForwarder(dial dialFunc, maxConns int, proxies *identity.Proxies) *leanForwarder {
 	f := &leanForwarder{
-		pool:    h1.NewPool(conns.wrap(d.DialContext), 1024, 90*time.Second),
-		tls:     newHTTPForwarder(dialTimeout, proxies, conns),
+		pool:    h1.NewPool(dial, 1024, 90*time.Second),
+		tls:     newHTTPForwarder(dial, proxies),
 		proxies: proxies,
 	}
 	f.pool.SetMaxConns(maxConns)

@@ -135,7 +135,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		keys:          keys,
 		tasks:         o.Tasks,
 		conns:         conns,
-		fwd:           newLeanForwarder(o.DialTimeout, o.UpstreamPoolSize, o.Proxies, conns),
+		fwd:           newLeanForwarder(conns.wrap(dialer(o.DialTimeout, o.Dial)), o.UpstreamPoolSize, o.Proxies),
 		log:           log,
 		base:          base,
 		cancel:        cancel,

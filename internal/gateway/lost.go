@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
-	"net/http"
 	"strconv"
 	"sync"
 
@@ -23,24 +21,11 @@ import (
 // when nothing was sent yet; then the stream ends. supergateway does the
 // same for the calls of a stdio child that dies.
 
-// lostMessage is the message of the replica_lost error.
-const lostMessage = "the replica went away before the final response"
-
 // replicaLost is the gateway's answer to a request whose replica went away
-// before its final response: -32603 (JSON-RPC 2.0, "Internal error") with
-// data naming the reason, the replica, and whether the request may have run
-// there (false only when it provably never reached the replica). Its status
-// is the answer's when nothing was sent yet: 502, as a gateway whose
-// upstream failed answers (RFC 9110 section 15.6.3).
+// before its final response (mcpmsg.ReplicaLost): stdio children get the
+// same one.
 func replicaLost(replica string, mayHaveRun bool) *mcpmsg.Error {
-	name, _ := json.Marshal(replica) // a string always marshals
-	data := make([]byte, 0, 64+len(name))
-	data = append(data, `{"reason":"replica_lost","replica":`...)
-	data = append(data, name...)
-	data = append(data, `,"may_have_run":`...)
-	data = strconv.AppendBool(data, mayHaveRun)
-	data = append(data, '}')
-	return &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: lostMessage, Data: data}
+	return mcpmsg.ReplicaLost(replica, mayHaveRun)
 }
 
 // lostBody is the JSON answer of lost calls: e for the request's id, or for

@@ -5,11 +5,13 @@ import (
 	"context"
 	"github.com/mcpfleet/mcpfleet/internal/authz"
 	"io"
+	"net"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/balance"
 	"github.com/mcpfleet/mcpfleet/internal/cache"
 	"github.com/mcpfleet/mcpfleet/internal/idem"
@@ -74,6 +76,14 @@ type Options struct {
 	Retries int
 	// DialTimeout bounds connecting to a replica; 0 means 5 s.
 	DialTimeout time.Duration
+	// ChildView, when not nil, returns the child process and last stderr
+	// lines of a replica that is a stdio child, for the fleet view; nil
+	// for any other replica.
+	ChildView func(replica string, now time.Time) (*admin.Process, []string)
+	// Dial, when not nil, connects to replicas in place of a net.Dialer
+	// (with DialTimeout): it reaches the stdio children's bridges on their
+	// unix sockets, and hands every other address to the network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// AllowAnyHost turns off DNS-rebinding protection: by default a request
 	// that arrives on a loopback address must name a loopback Host, or it
 	// gets 403. Turn it off when a local proxy forwards with a public Host.

@@ -121,6 +121,9 @@ func upstreamOf(i int, cu config.Upstream) (Upstream, string, error) {
 	if label == "" {
 		label = fmt.Sprintf("upstreams[%d]", i)
 	}
+	if cu.IsStdio() {
+		return Upstream{}, "", fmt.Errorf("upstream %q is a stdio server: a stdio fleet needs mcpfleet itself (mcpfleet serve runs its children and serves them over HTTP); nginx and HAProxy cannot run one", label)
+	}
 	u, err := url.Parse(cu.URL)
 	if err != nil {
 		return Upstream{}, "", fmt.Errorf("upstream %q: parsing url: %w", label, err)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Serve serves s on ln until ctx is done, then drains and returns.
@@ -84,6 +87,17 @@ func (s *Server) shutdown(srv *http.Server, fresh *idleNew, served <-chan error)
 	}
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, fmt.Errorf("serving %s: %w", s.name, serr))
+	}
+	return err
+}
+
+// ServeStdio serves the MCP server on in and out, one JSON-RPC message a
+// line (MCP 2025-11-25, "Transports", stdio), until in ends or ctx does:
+// the server as a stdio child of the gateway sees it.
+func (s *Server) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
+	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	if errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil
 	}
 	return err
 }

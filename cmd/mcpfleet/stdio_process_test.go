@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/admin"
+	"github.com/mcpfleet/mcpfleet/internal/config"
+	"github.com/mcpfleet/mcpfleet/internal/testproc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTestChildren lists the processes whose environment names a child
+// of the test (STDIO_TEST_TAG=tag), by pid and child name, read from /proc.
+func stdioTestChildren(t *testing.T, tag string) map[int]string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	found := map[int]string{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !strings.Contains(string(env), "STDIO_TEST_TAG="+tag+"\x00") {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
+			continue // a zombie, reaped soon
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "CHILD="); ok {
+				found[pid] = v
+			}
+		}
+	}
+	return found
+}
+
+// startStdioServe starts serve with a stdio fleet of two test servers,
+// each started through sh -c, and returns its address.
+func startStdioServe(t *testing.T, tag string) (gw, adm string, stop func()) {
+	t.Helper()
+	dir := t.TempDir()
+	gw, adm = testproc.FreeAddr(t), testproc.FreeAddr(t)
+	cfg := `listen: ` + gw + `
+admin: ` + adm + `
+secret_file: ` + writeSecret(t) + `
+balance: round-robin
+health_check: {interval: 200ms, timeout: 200ms}
+upstreams:
+  - name: kid
+    stdio:
+      command: [sh, -c, 'exec "$0" testserver --stdio --name "$CHILD"', ` + os.Args[0] + `]
+      env: {MCPFLEET_RUN_MAIN: "1", CHILD: "{child}", STDIO_TEST_TAG: ` + tag + `}
+      processes: 2
+      restart_backoff: 200ms..2s
+`
+	path := filepath.Join(dir, "mcpfleet.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop = startProcess(t, "serve", "--config", path)
+	testproc.WaitReady(t, "http://"+gw+"/readyz")
+	return gw, adm, stop
+}
+
+func connectGW(ctx context.Context, t *testing.T, gw, version string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + gw + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connecting (%s): %v", version, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func whoamiOf(ctx context.Context, t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil || len(res.Content) == 0 {
+		t.Fatalf("whoami: %v, %v", res, err)
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+// TestStdioFleetThroughServe: serve runs a stdio fleet (two children
+// through sh -c, their server a grandchild); the official SDK client
+// calls it in both eras; a child killed during an 8 s call answers the
+// call with replica_lost within a second, comes back, and leaves the other
+// child's session untouched; after shutdown no process of the test is
+// left.
+func TestStdioFleetThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	gw, adm, stop := startStdioServe(t, tag)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	byChild := map[string]*mcp.ClientSession{}
+	// Both children up (readiness needs one), each session on one.
+	for end := time.Now().Add(10 * time.Second); len(byChild) < 2 && time.Now().Before(end); {
+		cs := connectGW(ctx, t, gw, "2025-11-25")
+		byChild[whoamiOf(ctx, t, cs)] = cs
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, ok := byChild["kid-1"]; !ok || len(byChild) != 2 {
+		t.Fatalf("sessions reached %v, want kid-1 and kid-2", byChild)
+	}
+	if got := whoamiOf(ctx, t, connectGW(ctx, t, gw, "2026-07-28")); got != "kid-1" && got != "kid-2" {
+		t.Errorf("a 2026-07-28 call answered %q", got)
+	}
+	children := stdioTestChildren(t, tag)
+	var victim int
+	for pid, name := range children {
+		if name == "kid-1" {
+			if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); strings.Contains(string(cmd), "testserver") {
+				victim = pid
+			}
+		}
+	}
+	if victim == 0 {
+		t.Fatalf("no kid-1 test server among %v", children)
+	}
+	var wg sync.WaitGroup
+	var callErr error
+	var answered time.Time
+	wg.Go(func() {
+		_, callErr = byChild["kid-1"].CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 8}})
+		answered = time.Now()
+	})
+	time.Sleep(500 * time.Millisecond)
+	killed := time.Now()
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if callErr == nil || !strings.Contains(callErr.Error(), "went away") {
+		t.Errorf("the call on the killed child: %v, want the replica_lost error", callErr)
+	}
+	if took := answered.Sub(killed); took > time.Second {
+		t.Errorf("replica_lost came %v after the kill, want within 1s", took)
+	}
+	if got := whoamiOf(ctx, t, byChild["kid-2"]); got != "kid-2" {
+		t.Errorf("kid-2's session answered %q after kid-1 died", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !reaches(ctx, gw, "kid-1") {
+		if time.Now().After(deadline) {
+			t.Fatal("kid-1 did not come back within 5s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkFleetProcess(t, adm, "kid-1", 1)
+	stop()
+	if left := stdioTestChildren(t, tag); len(left) > 0 {
+		t.Errorf("after shutdown, processes of the test remain: %v", left)
+		for pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// reaches reports whether a new session's whoami answers name.
+func reaches(ctx context.Context, gw, name string) bool {
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + gw + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return false
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	return err == nil && len(res.Content) > 0 && res.Content[0].(*mcp.TextContent).Text == name
+}
+
+func TestStdioFlag(t *testing.T) {
+	for _, tt := range []struct {
+		cmd       string
+		processes int
+		urls, pg  bool
+		want      string // error text; "" for none
+	}{
+		{cmd: `npx -y "@modelcontextprotocol/server-memory"`, processes: 3},
+		{cmd: "", pg: true, want: "--processes: only with --stdio"},
+		{cmd: "srv", urls: true, want: "either --stdio or --upstream"},
+		{cmd: "srv | tee log", want: "not run through a shell"},
+	} {
+		cfg := config.Default()
+		err := stdioFlag(&cfg, tt.cmd, tt.processes, tt.urls, tt.pg)
+		if tt.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("%q: %v, want %q", tt.cmd, err, tt.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.cmd, err)
+		}
+		u := cfg.Upstreams[0]
+		if len(cfg.Upstreams) != 1 || strings.Join(u.Stdio.Command, "|") != "npx|-y|@modelcontextprotocol/server-memory" || u.Stdio.Processes != 3 {
+			t.Errorf("upstreams %+v", cfg.Upstreams)
+		}
+		if specs := upstreamSpecs(&cfg); len(specs) != 3 || specs[2].Name != "stdio-3" || specs[2].URL != "http://stdio-3.stdio.invalid/mcp" {
+			t.Errorf("replicas %+v", specs)
+		}
+	}
+}
+
+// checkFleetProcess checks the fleet view's process of child name.
+func checkFleetProcess(t *testing.T, adm, name string, restarts int) {
+	t.Helper()
+	resp, err := http.Get("http://" + adm + "/api/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var f admin.Fleet
+	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Replicas {
+		if r.Name != name {
+			continue
+		}
+		if p := r.Process; p == nil || p.PID <= 0 || p.Restarts != restarts || p.Started == nil {
+			t.Errorf("fleet view of %s: process %+v, stderr %q; want a pid, %d restarts", name, p, r.Stderr, restarts)
+		}
+		return
+	}
+	t.Errorf("no replica %s in the fleet view", name)
+}
+
+func TestSameStdio(t *testing.T) {
+	parse := func(y string) config.Config {
+		t.Helper()
+		c, err := config.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := parse("upstreams: [{stdio: {command: [srv, a]}}, {url: 'http://127.0.0.1:1/mcp'}]")
+	for _, tt := range []struct {
+		y    string
+		same bool
+	}{
+		{"upstreams: [{stdio: {command: [srv, a]}}, {url: 'http://127.0.0.1:2/mcp'}]", true},
+		{"upstreams: [{stdio: {command: [srv, b]}}]", false},
+		{"upstreams: [{stdio: {command: [srv, a], processes: 3}}]", false},
+		{"upstreams: [{stdio: {command: [srv, a], env: {K: v}}}]", false},
+		{"upstreams: [{url: 'http://127.0.0.1:1/mcp'}]", false},
+	} {
+		b := parse(tt.y)
+		if got := sameStdio(&a, &b); got != tt.same {
+			t.Errorf("%s: same %v, want %v", tt.y, got, tt.same)
+		}
+	}
+}
+
+// TestStdioSessionBinding: a session on a stdio child is bound to the
+// caller that opened it, as on any replica: another caller's POST, GET and
+// DELETE on its ID get 404 -32001, and its opener goes on.
+func TestStdioSessionBinding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	tag := strconv.Itoa(os.Getpid()) + "-b-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	gw, _, _ := startStdioServe(t, tag)
+	alice, bob := "Bearer alice-secret-token", "Bearer bob-secret-token"
+	sid := legacyInitialize(t, gw, alice)
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		if status, body := legacyRequest(t, gw, method, sid, bob); status != http.StatusNotFound || !strings.Contains(body, `"code":-32001`) {
+			t.Errorf("bob's %s on alice's session: %d %s; want 404 -32001", method, status, body)
+		}
+	}
+	if status, body := legacyRequest(t, gw, http.MethodPost, sid, alice); status != http.StatusOK || !strings.Contains(body, `"text":"kid-`) {
+		t.Errorf("alice on her own session: %d %s", status, body)
+	}
+}

@@ -1,0 +1,54 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStdioUpstream(t *testing.T) {
+	c, err := Parse([]byte(`
+upstreams:
+  - name: memory
+    stdio:
+      command: [npx, -y, "@modelcontextprotocol/server-memory"]
+      env: {MEMORY_FILE_PATH: "/var/lib/mem/{child}.jsonl"}
+      processes: 3
+      max_line_bytes: 1MiB
+      restart_backoff: 500ms..10s
+  - url: http://127.0.0.1:9001/mcp
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := c.Upstreams[0]
+	s := u.Stdio.WithDefaults()
+	if !u.IsStdio() || c.Upstreams[1].IsStdio() || u.StdioName() != "memory" || s.Processes != 3 || s.MaxLineBytes != 1<<20 ||
+		s.MaxSessions != 64 || s.Warm != 1 || s.StderrLines != 200 || time.Duration(s.IdleTimeout) != 10*time.Minute {
+		t.Errorf("decoded %+v, defaults %+v", u, s)
+	}
+	lo, hi, err := ParseBackoff(s.RestartBackoff)
+	if err != nil || lo != 500*time.Millisecond || hi != 10*time.Second {
+		t.Errorf("backoff %v..%v, %v", lo, hi, err)
+	}
+}
+
+func TestStdioUpstreamErrors(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"upstreams: [{url: 'http://a/mcp', stdio: {command: [x]}}]", "upstreams[0].url: an upstream is either stdio or a URL"},
+		{"upstreams: [{stdio: {command: []}}]", "upstreams[0].stdio.command: want the server's command as a list"},
+		{"upstreams: [{name: My_Server, stdio: {command: [x]}}]", "upstreams[0].name: a stdio upstream's name names its children"},
+		{"upstreams: [{stdio: {command: [x], processes: -1}}]", "upstreams[0].stdio.processes: want 0"},
+		{"upstreams: [{stdio: {command: [x], restart_backoff: 30s..1s}}]", "upstreams[0].stdio.restart_backoff: want min..max"},
+		{"upstreams: [{stdio: {command: [x], max_line_bytes: 10}}]", "upstreams[0].stdio.max_line_bytes: want 4KiB to 1GiB"},
+		{"upstreams: [{stdio: {command: [x], env: {A: 1}, env_files: {A: /f}}}]", "upstreams[0].stdio.env_files: A is set by env too"},
+		{"upstreams: [{stdio: {command: [x]}}, {stdio: {command: [y]}}]", `upstreams[1].name: duplicate replica name "stdio"`},
+		{"upstreams: [{stdio: {command: [x], procesess: 2}}]", "procesess"},
+		{"upstreams: [{stdio: {command: [x], per_session: true}}]", "upstreams[0].stdio.per_session: one child per session is not available"},
+	} {
+		_, err := Parse([]byte(tt.yaml))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s:\n got %v\nwant %q", tt.yaml, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package stdio
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+)
+
+// bsession is a 2025-11-25 session of the bridge: a Session on the child,
+// and the HTTP answers waiting for its messages. A message of the child
+// goes to the POST whose request it answers or whose progress it
+// reports; anything else to the session's GET stream, or to a waiting
+// POST's stream when none is open (2025-11-25, "Sending Messages to the
+// Server": a server may send requests and notifications on either).
+type bsession struct {
+	s   *Session
+	end func() // removes the session from its bridge
+
+	mu      sync.Mutex             // guards calls, tokens, stream
+	calls   map[string]chan []byte // the client's request id (idKey) -> its POST
+	tokens  map[string]chan []byte // a call's progress token (idKey) -> its POST
+	stream  chan []byte            // the GET stream; nil when none
+	settled bool                   // the child's messages ended
+	last    time.Time              // the last request's arrival
+}
+
+// touch notes a request at now.
+func (b *bsession) touch(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last = now
+}
+
+// idleSince is how long the session has been idle at now: 0 while a call
+// or a stream is open.
+func (b *bsession) idleSince(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.calls) > 0 || b.stream != nil {
+		return 0
+	}
+	return now.Sub(b.last)
+}
+
+func newBSession(s *Session, end func()) *bsession {
+	b := &bsession{s: s, end: end, calls: map[string]chan []byte{}, tokens: map[string]chan []byte{}, last: time.Now()}
+	go b.dispatch()
+	return b
+}
+
+// dispatch hands each message of the child to its waiter until the
+// session ends; then every waiter's channel closes.
+func (b *bsession) dispatch() {
+	for msg := range b.s.Messages() {
+		b.route(msg)
+	}
+	b.end()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.settled = true
+	for k, ch := range b.calls {
+		close(ch)
+		delete(b.calls, k)
+	}
+	if b.stream != nil {
+		close(b.stream)
+		b.stream = nil
+	}
+}
+
+func (b *bsession) route(msg []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ch chan []byte
+	switch {
+	case m.Method == "" && hasID(m.ID):
+		if ch = b.calls[idKey(m.ID)]; ch == nil {
+			return // the answer of a call whose client left
+		}
+	case m.Method == "notifications/progress":
+		ch = b.tokens[idKey(m.Params.Token)]
+	}
+	if ch == nil {
+		ch = b.stream
+	}
+	for _, c := range b.calls {
+		if ch != nil {
+			break
+		}
+		ch = c
+	}
+	if ch == nil {
+		return // nobody listens: as a server's message on no open stream
+	}
+	select {
+	case ch <- msg:
+	default:
+		// A waiter 64 messages behind loses a notification; an answer
+		// takes the place of the oldest one, for a call's answer must
+		// never be lost (only this goroutine sends, under b.mu).
+		if m.Method == "" {
+			select {
+			case <-ch:
+			default:
+			}
+			ch <- msg
+		}
+	}
+}
+
+// serveCall sends a request and answers with what comes for it: its
+// answer as JSON when nothing came before, else an SSE stream that ends
+// with the answer.
+func (b *bsession) serveCall(w http.ResponseWriter, r *http.Request, body, id []byte) {
+	key := idKey(id)
+	ch := make(chan []byte, 64)
+	b.mu.Lock()
+	if _, dup := b.calls[key]; dup || b.settled {
+		b.mu.Unlock()
+		writeError(w, id, &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "a request with this id is in flight on the session"})
+		return
+	}
+	b.calls[key] = ch
+	token := progressTokenOf(body)
+	if token != "" {
+		b.tokens[token] = ch
+	}
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.calls, key)
+		delete(b.tokens, token)
+		b.mu.Unlock()
+	}()
+	if err := b.s.Send(body); err != nil && !errors.Is(err, ErrWrite) {
+		writeError(w, id, sendError(err))
+		return
+	}
+	relay(w, r, ch, id, b.s.c.opts.Name, nil)
+}
+
+// relay writes the messages of ch until the answer to id: one JSON
+// answer, or an SSE stream. A channel that closes first means the child
+// went away: the answer is the replica_lost error. fix, when not nil,
+// rewrites each message first; a nil message from it is not relayed.
+func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, fix func([]byte) []byte) {
+	streaming := false
+	for {
+		var msg []byte
+		select {
+		case <-r.Context().Done():
+			return // a dropped 2025-11-25 stream is no cancel; the answer is dropped
+		case m, ok := <-ch:
+			if !ok {
+				m = lostAnswer(child, id)
+			}
+			msg = m
+		}
+		if fix != nil {
+			if msg = fix(msg); msg == nil {
+				continue
+			}
+		}
+		final := mcpmsg.IsResponseTo(msg, id)
+		if !streaming && final {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(msg)
+			return
+		}
+		if !streaming {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+			streaming = true
+		}
+		writeEvent(w, msg)
+		if final {
+			return
+		}
+	}
+}
+
+func writeEvent(w http.ResponseWriter, msg []byte) {
+	var b bytes.Buffer
+	b.WriteString("event: message\ndata: ")
+	b.Write(msg)
+	b.WriteString("\n\n")
+	_, _ = w.Write(b.Bytes())
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// serveStream serves the session's GET stream: server notifications and
+// requests outside any call, until the client leaves or the session ends.
+func (b *bsession) serveStream(w http.ResponseWriter, r *http.Request) {
+	ch := make(chan []byte, 64)
+	b.mu.Lock()
+	if b.stream != nil || b.settled {
+		b.mu.Unlock()
+		writeError(w, nil, &mcpmsg.Error{Status: http.StatusConflict, Code: mcpmsg.CodeInvalidRequest, Message: "the session has a stream open"})
+		return
+	}
+	b.stream = ch
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		if b.stream == ch {
+			b.stream = nil
+		}
+		b.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	keep := time.NewTicker(15 * time.Second)
+	defer keep.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			writeEvent(w, msg)
+		case <-keep.C:
+			_, _ = w.Write([]byte(": keepalive\n\n"))
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+		}
+	}
+}
+
+// progressTokenOf returns a request's params._meta.progressToken (idKey),
+// "" if none.
+func progressTokenOf(body []byte) string {
+	var m struct {
+		Params struct {
+			Meta struct {
+				Token json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || len(m.Params.Meta.Token) == 0 {
+		return ""
+	}
+	return idKey(m.Params.Meta.Token)
+}

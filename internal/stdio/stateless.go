@@ -1,0 +1,147 @@
+package stdio
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
+)
+
+// statelessVersion is the first version without sessions (SEP-2575).
+const statelessVersion = "2026-07-28"
+
+// untranslatable are the 2026-07-28 methods a child of an older version
+// has no counterpart of.
+var untranslatable = map[string]bool{"subscriptions/listen": true}
+
+// serveStateless serves a 2026-07-28 request on a child that speaks an
+// older version: server/discover from the child's initialize result; any
+// other request on a session of its own for this request alone, its
+// per-request _meta members stripped on the way in and resultType added
+// on the way out. A server request during it cannot be carried (the
+// 2026-07-28 era asks for input in a result, not a request) and is
+// answered with an error; a dropped answer is the request's cancel.
+func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, m *mcpmsg.Message) {
+	switch {
+	case m.Kind != mcpmsg.KindRequest:
+		w.WriteHeader(http.StatusAccepted) // nothing to notify without a session
+		return
+	case m.Method == "server/discover":
+		b.discover(w, m.ID)
+		return
+	case untranslatable[m.Method] || m.Method == "initialize":
+		writeError(w, m.ID, &mcpmsg.Error{Status: http.StatusOK, Code: -32601, Message: m.Method + " is not available: this server is a stdio server of protocol version " + b.childVersion() + ", served through mcpfleet"})
+		return
+	}
+	cs, err := b.child.Open()
+	if err != nil {
+		writeError(w, m.ID, &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: err.Error(), RetryAfter: time.Second})
+		return
+	}
+	defer cs.Close()
+	out, err := stripMeta(body)
+	if err == nil {
+		err = cs.Send(out)
+	}
+	if err != nil {
+		writeError(w, m.ID, sendError(err))
+		return
+	}
+	go func() { // a dropped answer cancels the request (2026-07-28)
+		<-r.Context().Done()
+		_ = cs.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`))
+	}()
+	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, func(msg []byte) []byte { return toStateless(cs, msg) })
+}
+
+// toStateless adds resultType to a result; a server request is refused.
+func toStateless(cs *Session, msg []byte) []byte {
+	e, err := parseEnvelope(msg)
+	if err != nil {
+		return msg
+	}
+	if e.isRequest() {
+		_ = cs.Send(appendError(nil, e["id"], -32601, "the client speaks "+statelessVersion+", which has no server-to-client requests"))
+		return nil
+	}
+	res := e["result"]
+	if len(res) == 0 || res[0] != '{' {
+		return msg
+	}
+	var o envelope
+	if json.Unmarshal(res, &o) != nil || o["resultType"] != nil {
+		return msg
+	}
+	o["resultType"] = json.RawMessage(`"complete"`)
+	e["result"], _ = json.Marshal(o)
+	out, err := json.Marshal(e)
+	if err != nil {
+		return msg
+	}
+	return out
+}
+
+// stripMeta removes the per-request members of params._meta that the
+// 2026-07-28 era adds (io.modelcontextprotocol/...: version, client
+// capabilities and info), which an older child does not know.
+func stripMeta(body []byte) ([]byte, error) {
+	e, err := parseEnvelope(body)
+	if err != nil || len(e["params"]) == 0 {
+		return body, err
+	}
+	var p envelope
+	if json.Unmarshal(e["params"], &p) != nil || len(p["_meta"]) == 0 {
+		return body, nil
+	}
+	var meta envelope
+	if json.Unmarshal(p["_meta"], &meta) != nil {
+		return body, nil
+	}
+	for k := range meta {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			delete(meta, k)
+		}
+	}
+	if len(meta) == 0 {
+		delete(p, "_meta")
+	} else {
+		p["_meta"], _ = json.Marshal(meta)
+	}
+	e["params"], _ = json.Marshal(p)
+	return json.Marshal(e)
+}
+
+// discover answers server/discover (SEP-2575) from the child's initialize
+// result.
+func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
+	var init struct {
+		Version      string          `json:"protocolVersion"`
+		Capabilities json.RawMessage `json:"capabilities"`
+		ServerInfo   json.RawMessage `json:"serverInfo"`
+		Instructions string          `json:"instructions,omitempty"`
+	}
+	if json.Unmarshal(b.child.Info().Initialize, &init) != nil || init.Version == "" {
+		writeError(w, id, &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: ErrNotReady.Error(), RetryAfter: time.Second})
+		return
+	}
+	res := map[string]any{
+		"resultType": "complete", "supportedVersions": []string{statelessVersion, init.Version},
+		"capabilities": init.Capabilities, "serverInfo": init.ServerInfo,
+	}
+	if init.Instructions != "" {
+		res["instructions"] = init.Instructions
+	}
+	out, _ := json.Marshal(res)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(appendResult(nil, id, string(out)))
+}
+
+func (b *Bridge) childVersion() string {
+	var init struct {
+		Version string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(b.child.Info().Initialize, &init)
+	return init.Version
+}
