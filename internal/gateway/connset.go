@@ -16,8 +16,9 @@ import (
 // with SIGSTOP) leaves the calls it holds waiting on connections that no
 // byte and no close will ever end: the gateway would relay them until the
 // client's own timeout. Its health checks fail meanwhile, and once they
-// take it down the gateway ends every connection to it that has read
-// nothing for a health-check interval (every one, with no interval). The
+// take it down (unannounced: not after draining) the gateway ends every
+// connection to it that has read nothing for a health-check interval
+// (every one, with no interval). The
 // relays then read the end as they read a killed replica's, and answer
 // their calls with the replica_lost error ("A replica lost mid-call").
 // While it stays down, requests may still reach it (when no replica is
@@ -142,7 +143,13 @@ func dialAddr(u *url.URL) string {
 // interval.
 func (g *Gateway) HealthChanged(replica string, from, to upstream.State) {
 	g.metrics.HealthChanged(replica, from, to)
-	if to != upstream.StateDown || from == upstream.StateDown {
+	// A replica that said it was draining before it went down stopped
+	// taking connections, not answering: it finishes the calls it holds
+	// within its own grace (a rolling deploy), and ending them would
+	// answer as lost calls that then run to their end, and are sent
+	// again by their clients. Only a replica gone down unannounced (a
+	// partition, a hang) loses its silent connections.
+	if to != upstream.StateDown || from == upstream.StateDown || from == upstream.StateDraining {
 		return
 	}
 	// A connection that read a byte within the last interval (a call's

@@ -224,3 +224,35 @@ func TestDownReplicaThatStillAnswersKeepsItsCalls(t *testing.T) {
 		t.Fatal("no answer")
 	}
 }
+
+// TestDrainedReplicaGoneDownKeepsItsCalls: a replica that drained before
+// it went down (it stopped taking connections, as a rolling deploy does)
+// finishes the calls it holds: the gateway ends none, however silent.
+func TestDrainedReplicaGoneDownKeepsItsCalls(t *testing.T) {
+	s := &silentReplica{dying: &dyingReplica{}, holding: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "silent", URL: srv.URL + "/mcp"}}, &Options{KeepAlive: -1, HealthCheckInterval: 50 * time.Millisecond}, io.Discard)
+	front := newFront(gw)
+	t.Cleanup(front.Close)
+	r := newRaw(t, front.URL+"/mcp", "2026-07-28")
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		resp := r.post(context.Background(), 5, "tools/call", sleepCall, nil)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
+	// First of the cleanups: the replica answers, and the call ends
+	// before the gateway and the replica close.
+	t.Cleanup(func() { close(s.release); <-answered })
+	<-s.holding
+	gw.HealthChanged("silent", upstream.StateUp, upstream.StateDraining)
+	time.Sleep(150 * time.Millisecond) // three intervals of silence
+	gw.HealthChanged("silent", upstream.StateDraining, upstream.StateDown)
+	select {
+	case <-answered:
+		t.Fatal("the call of a replica that drained before it went down was ended")
+	case <-time.After(500 * time.Millisecond): // ten intervals of the sweep
+	}
+}
