@@ -2,11 +2,13 @@ package main
 
 import (
 	"crypto/ecdsa"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -166,4 +168,72 @@ func startGatewayLogged(t *testing.T, gw string, args ...string) *loggedProc {
 	})
 	testproc.WaitReady(t, "http://"+gw+"/readyz")
 	return p
+}
+
+// TestServeAuthorizesTypeScript: the official TypeScript SDK client, in a
+// 2025-11-25 session through `serve` with the example rules: an mcp:read
+// token's tool list has neither mutate nor restart_now, and its call of
+// mutate fails with the 403 scope challenge; an mcp:write token sees
+// mutate and runs it.
+func TestServeAuthorizesTypeScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	node, modules := nodeTools(t)
+	k, keys := writeJWKS(t)
+	var ups []string
+	for _, name := range []string{"a", "b", "c"} {
+		addr := testproc.FreeAddr(t)
+		startReplica(t, name, addr, "--add-tool", "restart_now")
+		ups = append(ups, "{name: "+name+", url: 'http://"+addr+"/mcp'}")
+	}
+	gw := testproc.FreeAddr(t)
+	cfgPath := filepath.Join(t.TempDir(), "mcpfleet.yaml")
+	cfg := "listen: " + gw + "\nupstreams: [" + strings.Join(ups, ", ") + "]\n" +
+		"auth: {jwks_file: '" + keys + "', issuers: ['https://idp'], audiences: [mcp]}\n" + authzRules
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startGatewayLogged(t, gw, "serve", "--config", cfgPath)
+	script := nodeScript(t, modules, "authz-client.mjs")
+	type outcome struct {
+		Tools []string `json:"tools"`
+		Call  struct {
+			Result *struct {
+				IsError bool `json:"isError"`
+			} `json:"result"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+			Challenge string `json:"challenge"`
+		} `json:"call"`
+	}
+	run := func(token string) outcome {
+		t.Helper()
+		var stderr strings.Builder
+		cmd := exec.CommandContext(t.Context(), node, script, "http://"+gw+"/mcp", token, "mutate")
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("client: %v\n%s", err, stderr.String())
+		}
+		var o outcome
+		if err := json.Unmarshal(out, &o); err != nil {
+			t.Fatalf("client said %q: %v", out, err)
+		}
+		return o
+	}
+	read := run(scopedToken(k, "mcp:read"))
+	t.Logf("mcp:read: tools %v, call %+v", read.Tools, read.Call)
+	if slices.Contains(read.Tools, "mutate") || slices.Contains(read.Tools, "restart_now") || !slices.Contains(read.Tools, "echo") {
+		t.Errorf("an mcp:read token's list: %v", read.Tools)
+	}
+	if e := read.Call.Error; e == nil || e.Code != http.StatusForbidden || !strings.Contains(read.Call.Challenge, `error="insufficient_scope", scope="mcp:write"`) {
+		t.Errorf("an mcp:read token's mutate: %+v", read.Call)
+	}
+	write := run(scopedToken(k, "mcp:write"))
+	if !slices.Contains(write.Tools, "mutate") || write.Call.Result == nil || write.Call.Result.IsError {
+		t.Errorf("an mcp:write token: tools %v, call %+v", write.Tools, write.Call)
+	}
 }
