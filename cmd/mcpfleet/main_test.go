@@ -39,7 +39,7 @@ func TestUsageErrors(t *testing.T) {
 		{"no command", nil, 2, "usage"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
 		{"serve without upstreams", []string{"serve"}, 2, "upstreams"},
-		{"serve bad upstream", []string{"serve", "--upstream", "ftp://x/"}, 2, "upstreams[0].url"},
+		{"serve bad upstream", []string{"serve", "--upstream", "ftp://x/"}, 2, "--upstream: url \"ftp://x/\": scheme must be http or https"},
 		{"serve bad balance", []string{"serve", "--upstream", "http://127.0.0.1:1/", "--balance", "random"}, 2, "balance"},
 		{"serve bad config value", []string{"serve", "--config", bad}, 2, "line 2: keepalive: must not be negative"},
 		{"serve bad config value and a flag", []string{"serve", "--config", bad, "--listen", "127.0.0.1:0"}, 2, "serve: keepalive: must not be negative"},

@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -77,7 +78,7 @@ func TestServices(t *testing.T) {
 
 	jira := ss["jira"]
 	if c := jira.Config; c.Path != "/jira/mcp" || jira.Default || c.Discovery.DNSName != "" || len(c.Upstreams) != 2 ||
-		c.Upstreams[1] != (config.Upstream{Name: "jira-1", URL: "http://jira-mcp-1.jira-mcp.mcp.svc.cluster.local:8000/mcp"}) {
+		!reflect.DeepEqual(c.Upstreams[1], config.Upstream{Name: "jira-1", URL: "http://jira-mcp-1.jira-mcp.mcp.svc.cluster.local:8000/mcp"}) {
 		t.Errorf("jira: path %s, discovery %q, upstreams %+v: want /jira/mcp and its two replicas", c.Path, c.Discovery.DNSName, c.Upstreams)
 	}
 	if c := jira.Config; c.Balance != "round-robin" || c.Retries != 1 || c.Limits.Rate != 10 || c.Sessions != config.SessionsPinned {

@@ -43,24 +43,6 @@ func benchRequest(url string) *http.Request {
 	return req
 }
 
-func benchPost(b *testing.B, url string) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			resp, err := client.Do(benchRequest(url))
-			if err != nil {
-				b.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				b.Fatalf("status %d", resp.StatusCode)
-			}
-		}
-	})
-}
-
 // BenchmarkAdmission measures what the admission step adds to a request:
 // one client sending 2026-07-28 tools/calls one after another through the
 // gateway to a canned backend, without limits, with the memory store and

@@ -152,6 +152,9 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		go g.tw.run(base)
 	}
 	g.metrics = newMetrics(g)
+	for snap, i := fleet.Snapshot(), 0; i < snap.Len(); i++ {
+		g.metrics.zeroReplica(snap.At(i).Name())
+	}
 	g.SetAuthz(o.Authz)
 	g.recent = streams.NewMemory(o.StreamLimits)
 	g.streamMetrics = newStreamMetrics(g)

@@ -271,6 +271,7 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 // HealthChanged counts a replica's health state change; pass it as
 // upstream.CheckOptions.OnChange.
 func (m *Metrics) HealthChanged(replica string, from, to upstream.State) {
+	m.zeroReplica(replica)
 	m.healthChanges.WithLabelValues(replica, from.String(), to.String()).Inc()
 }
 

@@ -5,7 +5,9 @@ package gateway
 // a gateway's first refusal or failure is an increase from 0 that rate()
 // and increase() see, not a series that appears already at 1 and counts
 // as nothing (Prometheus' instrumentation guide: "Avoid missing metrics").
-// Label values that depend on traffic (replicas, methods) are left out.
+// Label values that depend on traffic (methods) are left out; a replica's
+// series start at 0 when the gateway starts with it, or when its health
+// first changes (zeroReplica).
 func (m *Metrics) zeroSeries() {
 	for _, r := range []string{"not_delivered", "draining", "delivered_safe"} {
 		m.retries.WithLabelValues(r)
@@ -22,4 +24,10 @@ func (m *Metrics) zeroSeries() {
 	for _, k := range []string{"session", "endpoint", "task"} {
 		m.bindingRefused.WithLabelValues(k)
 	}
+}
+
+// zeroReplica exports 0 for replica's series that an alert rule watches
+// (mcpfleet_replica_lost_calls_total).
+func (m *Metrics) zeroReplica(replica string) {
+	m.replicaLost.WithLabelValues(replica)
 }
