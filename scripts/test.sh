@@ -118,20 +118,61 @@ deploy_helm() {
 	go test -count=1 -timeout 40m ./... # at the lowest priority beside the foreground steps: slow, not stuck
 }
 
+# Every Fuzz function in the tree, each run on its own for a short while.
+# fuzz_one PKG FN: a failure counts when it wrote a failing input, or when it
+# is anything but Go 1.26's coordinator race at the end of -fuzztime
+# ("context deadline exceeded" with no input written: golang/go#75804, fixed
+# in Go 1.27), after which the corpus is replayed and must pass.
+fuzz_one() {
+	local pkg=$1 fn=$2 dir="$1/testdata/fuzz/$2" before after out status
+	before=$(ls "$dir" 2>/dev/null || true)
+	# A bounded minimisation: without it a new input can keep the fuzzer
+	# minimising for the whole run instead of fuzzing.
+	set +e
+	out=$(go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-4s}" -fuzzminimizetime 500x "$pkg" 2>&1)
+	status=$?
+	set -e
+	echo "$out"
+	[[ $status == 0 ]] && return 0
+	after=$(ls "$dir" 2>/dev/null || true)
+	if [[ $before == "$after" ]] && grep -q 'context deadline exceeded' <<<"$out" && ! grep -q 'Failing input' <<<"$out"; then
+		echo "-- $fn: the fuzz coordinator's deadline race (golang/go#75804), no failing input; replaying the corpus"
+		go test -count=1 -run "^${fn}\$" "$pkg"
+		return
+	fi
+	return 1
+}
+# fuzz_all runs every target, even past one that fails, and names those
+# that failed.
+fuzz_all() {
+	local file pkg fn bad=()
+	for file in $(grep -rl --include='*_test.go' '^func Fuzz' internal); do
+		pkg="./$(dirname "$file")"
+		for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
+			echo "-- $pkg $fn"
+			fuzz_one "$pkg" "$fn" || bad+=("$pkg $fn")
+		done
+	done
+	if ((${#bad[@]})); then
+		printf -- '-- fuzz target failed: %s\n' "${bad[@]}" >&2
+		return 1
+	fi
+}
 # background FN...: runs the steps FN one after another in the background,
 # at the lowest priority, from now on, so that their downloads and compiles
 # take only the cores the foreground steps leave idle; await_step FN shows
 # one's output and status as a step of its own. vet, staticcheck and the
 # deployment checks (which compile Helm, the Kubernetes API and
 # go-containerregistry) take minutes on a fresh machine and measure no
-# time, so they run beside the race-enabled tests, whose processes wait on
-# the network and on timers for much of theirs.
+# time, and neither does fuzzing (each target runs for a stated time, on
+# whatever CPU it gets), so they run beside the race-enabled tests, whose
+# processes wait on the network and on timers for much of theirs.
 bg_out=$(mktemp -d)
 background() {
 	local fn
 	for fn in "$@"; do
 		local status=0
-		nice -n 19 bash -c "set -euo pipefail; $(declare -f "$fn"); $fn" >"$bg_out/$fn.log" 2>&1 || status=$?
+		nice -n 19 bash -c "set -euo pipefail; $(declare -f); $fn" >"$bg_out/$fn.log" 2>&1 || status=$?
 		echo $status >"$bg_out/$fn.status.new" && mv "$bg_out/$fn.status.new" "$bg_out/$fn.status"
 	done
 }
@@ -146,7 +187,7 @@ await_step() {
 }
 go_vet() { go vet ./...; }
 staticcheck_root() { go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...; }
-background go_vet staticcheck_root deploy_image deploy_helm &
+background go_vet staticcheck_root deploy_image deploy_helm fuzz_all &
 
 # cyclonedx-gomod for the release step's SBOMs, the same way (kept after
 # the first build; the release step builds it itself if this has not
@@ -177,6 +218,7 @@ run "go vet" await_step go_vet
 run "staticcheck" await_step staticcheck_root
 run "deploy/image: the container image, built offline and inspected" await_step deploy_image
 run "deploy/helm: the Helm chart, rendered and decoded strictly" await_step deploy_helm
+run "fuzz (${FUZZTIME:-4s} per target, in the background)" await_step fuzz_all
 
 # It measures CPU shares and throughput on wall-clock time: alone, and
 # without the race detector's tenfold cost.
@@ -238,47 +280,6 @@ run "deploy/prometheus: the alert rules, checked and unit-tested by promtool" pr
 
 run "release: scripts/release.sh twice from a clean clone (linux/amd64, SBOM, image, chart) gives the same SHA256SUMS" bash scripts/lib/release-check.sh
 
-# Every Fuzz function in the tree, each run on its own for a short while.
-# fuzz_one PKG FN: a failure counts when it wrote a failing input, or when it
-# is anything but Go 1.26's coordinator race at the end of -fuzztime
-# ("context deadline exceeded" with no input written: golang/go#75804, fixed
-# in Go 1.27), after which the corpus is replayed and must pass.
-fuzz_one() {
-	local pkg=$1 fn=$2 dir="$1/testdata/fuzz/$2" before after out status
-	before=$(ls "$dir" 2>/dev/null || true)
-	# A bounded minimisation: without it a new input can keep the fuzzer
-	# minimising for the whole run instead of fuzzing.
-	set +e
-	out=$(go test -run '^$' -fuzz "^${fn}\$" -fuzztime "${FUZZTIME:-4s}" -fuzzminimizetime 500x "$pkg" 2>&1)
-	status=$?
-	set -e
-	echo "$out"
-	[[ $status == 0 ]] && return 0
-	after=$(ls "$dir" 2>/dev/null || true)
-	if [[ $before == "$after" ]] && grep -q 'context deadline exceeded' <<<"$out" && ! grep -q 'Failing input' <<<"$out"; then
-		echo "-- $fn: the fuzz coordinator's deadline race (golang/go#75804), no failing input; replaying the corpus"
-		go test -count=1 -run "^${fn}\$" "$pkg"
-		return
-	fi
-	return 1
-}
-# fuzz_all runs every target, even past one that fails, and names those
-# that failed.
-fuzz_all() {
-	local file pkg fn bad=()
-	for file in $(grep -rl --include='*_test.go' '^func Fuzz' internal); do
-		pkg="./$(dirname "$file")"
-		for fn in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
-			echo "-- $pkg $fn"
-			fuzz_one "$pkg" "$fn" || bad+=("$pkg $fn")
-		done
-	done
-	if ((${#bad[@]})); then
-		printf -- '-- fuzz target failed: %s\n' "${bad[@]}" >&2
-		return 1
-	fi
-}
-run "fuzz (${FUZZTIME:-4s} per target)" fuzz_all
 
 run "benchmarks (once each)" go test -run '^$' -bench . -benchtime 1x ./...
 
