@@ -78,7 +78,7 @@ func TestServeAuthorizes(t *testing.T) {
 	broken := strings.Replace(authzRules, `"oncall" in jwt.groups`, `"oncall" in jwt.groups && caller.subjet == "x"`, 1)
 	write(base + broken)
 	line := strings.Count(base, "\n") + 8 // the second rule's match: authz, rules, four lines of the first, the name
-	syscall.Kill(logs.pid, syscall.SIGHUP)
+	logs.cmd.Process.Signal(syscall.SIGHUP)
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), "reload refused"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the gateway never said it refused the reload")
@@ -141,27 +141,12 @@ func scopedToken(k *ecdsa.PrivateKey, scope string, groups ...string) string {
 	return tok
 }
 
-// loggedProc is a gateway process whose log the test reads.
-type loggedProc struct {
-	lockedBuffer
-	pid int
-}
-
-// startGatewayLogged starts mcpfleet with args, its stderr kept, and waits for
-// gw's /readyz; it is stopped (SIGTERM) at the test's end.
-func startGatewayLogged(t *testing.T, gw string, args ...string) *loggedProc {
+// startGatewayLogged is startLogged for a gateway at gw, once its
+// /readyz answers; its log is shown when the test failed.
+func startGatewayLogged(t *testing.T, gw string, args ...string) loggedProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "MCPFLEET_RUN_MAIN=1")
-	p := &loggedProc{}
-	cmd.Stderr = &p.lockedBuffer
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.pid = cmd.Process.Pid
+	p := startLogged(t, args...)
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", p.String())
 		}
