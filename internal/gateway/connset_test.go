@@ -197,7 +197,9 @@ func TestDownReplicaThatStillAnswersKeepsItsCalls(t *testing.T) {
 		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}}\n\n")
 	}))
 	t.Cleanup(srv.Close)
-	gw := startGatewayOn(t, []upstream.Spec{{Name: "flaky", URL: srv.URL + "/mcp"}}, &Options{KeepAlive: -1, HealthCheckInterval: 200 * time.Millisecond}, io.Discard)
+	// An interval of twenty progress gaps: a busy machine cannot make the
+	// stream look silent for one.
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "flaky", URL: srv.URL + "/mcp"}}, &Options{KeepAlive: -1, HealthCheckInterval: time.Second}, io.Discard)
 	front := newFront(gw)
 	t.Cleanup(front.Close)
 	r := newRaw(t, front.URL+"/mcp", "2026-07-28")
