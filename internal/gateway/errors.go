@@ -22,6 +22,10 @@ var (
 	errOrigin          = &mcpmsg.Error{Status: http.StatusForbidden, Code: mcpmsg.CodeInvalidRequest, Message: "origin not allowed"}
 	errMethod          = &mcpmsg.Error{Status: http.StatusMethodNotAllowed, Code: mcpmsg.CodeInvalidRequest, Message: "method not allowed"}
 	errSessionRepeated = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "more than one Mcp-Session-Id header"}
+	// errClosing answers a new 2024-11-05 stream once the gateway has
+	// ended its standalone streams: it would be cut at once, and this
+	// transport has no resume; the client opens it again elsewhere.
+	errClosing = &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: "the gateway is shutting down; open the stream again", RetryAfter: time.Second}
 )
 
 // noReplicaError answers a request that no replica can take (every one

@@ -168,6 +168,11 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 		r.initialize()
 		return ownRequest(t, "GET", base+"/mcp", "", map[string]string{"Mcp-Session-Id": r.session, "Mcp-Protocol-Version": "2025-11-25", "Last-Event-ID": "not-an-event"})
 	}
+	produce["a new 2024-11-05 stream once the gateway's shutdown has begun"] = func() *http.Response {
+		closing := startFleet(t, 1, nil)
+		closing.gw.EndStandaloneStreams()
+		return ownRequest(t, "GET", closing.front.URL+"/sse", "", nil)
+	}
 	addFailures(t, produce)
 	addRefusals(t, produce)
 	return produce

@@ -79,6 +79,13 @@ func (g *Gateway) serveSSE(w http.ResponseWriter, r *http.Request) bool {
 // rewritten. The stream is a standalone GET: the client leaving ends it
 // upstream, and so does shutdown.
 func (g *Gateway) serveSSEStream(w http.ResponseWriter, r *http.Request, q *request, rec *record) {
+	if g.standalone.Err() != nil {
+		// Forwarded, it would go under a context already ended and get
+		// 502; a retry a second later reaches the gateway that takes
+		// this one's place.
+		rec.reject(w, errClosing, nil)
+		return
+	}
 	ctx, release := g.upstreamContext(r, q)
 	defer release()
 	rec.upstream = ctx
