@@ -50,12 +50,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
 own_scratch features
 
-# port_of VAR: sets VAR to a free loopback port. free_port remembers the
-# ports it gave in the shell that runs it: called as $(free_port), in a
-# subshell, it forgets them, and with two dozen ports two could coincide.
+# port_of VAR: sets VAR to a free loopback port.
 port_of() {
-	free_port >"$WORK/port"
-	printf -v "$1" '%s' "$(<"$WORK/port")"
+	printf -v "$1" '%s' "$(free_port)"
 }
 
 in_list() {

@@ -20,15 +20,16 @@ _bench_cleanup() {
 	rm -rf "$WORK"
 }
 
-# free_port prints a loopback port nobody listens on and no earlier call gave.
-USED=" "
+# free_port prints a loopback port nobody listens on and no earlier call
+# gave. The ports given are kept in WORK, so that a call in a subshell, as
+# in $(free_port), sees the others' too.
 free_port() {
-	local p
+	local p given=${WORK:?free_port needs WORK}/.given-ports
 	while :; do
 		p=$((20000 + RANDOM % 12000))
-		[[ $USED == *" $p "* ]] && continue
+		[[ -f $given ]] && grep -qx "$p" "$given" && continue
 		ss -Hltn "sport = :$p" | grep -q . && continue
-		USED+="$p "
+		echo "$p" >>"$given"
 		echo "$p"
 		return
 	done

@@ -23,8 +23,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$ROOT/bench/lib.sh"
 own_scratch rediscore
 
-free_port >"$WORK/port"
-PORT=$(<"$WORK/port")
+PORT=$(free_port)
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" >"$WORK/redis.log" 2>&1 &
 REDIS=$!
 PIDS+=($!)

@@ -27,11 +27,8 @@ own_scratch statemem
 
 (cd "$ROOT" && go build -o "$WORK/canned" ./bench/canned && go build -o "$WORK/mcpfleet" ./cmd/mcpfleet)
 B=()
-# free_port remembers the ports it gave only in the shell that runs it:
-# not in $(...).
 for i in 1 2 3; do
-	free_port >"$WORK/port"
-	p=$(<"$WORK/port")
+	p=$(free_port)
 	B+=("$p")
 	"$WORK/canned" --listen "127.0.0.1:$p" >/dev/null 2>&1 &
 	PIDS+=($!)
@@ -39,10 +36,8 @@ done
 for p in "${B[@]}"; do wait_port "$p"; done
 head -c 32 /dev/urandom | base64 >"$WORK/admin.token"
 chmod 600 "$WORK/admin.token"
-free_port >"$WORK/port"
-PORT=$(<"$WORK/port")
-free_port >"$WORK/port"
-ADMIN=$(<"$WORK/port")
+PORT=$(free_port)
+ADMIN=$(free_port)
 cat >"$WORK/gw.yaml" <<YAML
 listen: 127.0.0.1:$PORT
 admin: 127.0.0.1:$ADMIN
