@@ -79,7 +79,7 @@ func (f *stdioFleet) start(u *config.Upstream, cfg *config.Config, log *slog.Log
 			Backoff: stdio.Backoff{Min: lo, Max: hi}, Logger: log,
 		})
 		f.children = append(f.children, c)
-		if err := f.socks.Serve(name, stdio.NewBridge(c, time.Duration(cfg.SessionMaxAge))); err != nil {
+		if err := f.socks.Serve(name, stdio.NewBridge(c, time.Duration(cfg.SessionMaxAge), nil)); err != nil {
 			return err
 		}
 	}
