@@ -61,17 +61,23 @@ func TestStdioPerSession(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	tag := strconv.Itoa(os.Getpid()) + "-ps-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	gw, adm, stop := startStdioServeWith(t, tag, "      processes: 1\n      per_session: true\n      max_sessions: 8\n      idle_timeout: 4s\n")
+	gw, adm, stop := startStdioServeWith(t, tag, "      processes: 1\n      per_session: true\n      max_sessions: 8\n      idle_timeout: 5s\n")
 	const authz = "Bearer per-session-test-token"
 	var sids []string
+	names := map[string]string{} // session -> its child
 	for range 8 {
+		for _, sid := range sids { // the sessions open so far stay busy while a child starts
+			if status, body := whoamiOn(t, gw, sid, authz); status != http.StatusOK {
+				t.Fatalf("session %s, while the next ones open: %d %s", sid, status, body)
+			}
+		}
 		sid := legacyInitialize(t, gw, authz)
-		childOfSession(t, gw, sid, authz)
+		names[sid] = childOfSession(t, gw, sid, authz)
 		sids = append(sids, sid)
 	}
-	names := map[string]string{} // session -> its child, asked again now that all are open
-	for _, sid := range sids {
-		names[sid] = childOfSession(t, gw, sid, authz)
+	status, retry, body := rawInitialize(t, gw, authz)
+	if status != http.StatusServiceUnavailable || retry == "" {
+		t.Errorf("the 9th session: %d, Retry-After %q, %s; want 503 with Retry-After", status, retry, body)
 	}
 	pids := pidsByChild(t, tag)
 	seen := map[int]bool{}
@@ -82,11 +88,6 @@ func TestStdioPerSession(t *testing.T) {
 		seen[pids[name][0]] = true
 	}
 	checkSessionChildren(t, adm, "kid-1", 8)
-
-	status, retry, body := rawInitialize(t, gw, authz)
-	if status != http.StatusServiceUnavailable || retry == "" {
-		t.Errorf("the 9th session: %d, Retry-After %q, %s; want 503 with Retry-After", status, retry, body)
-	}
 	if status, body := legacyRequest(t, gw, http.MethodDelete, sids[0], authz); status != http.StatusOK {
 		t.Fatalf("DELETE: %d %s", status, body)
 	}
@@ -97,7 +98,7 @@ func TestStdioPerSession(t *testing.T) {
 	checkChildCrash(t, gw, tag, tenth, authz)
 
 	// Idle: nobody asks anything for idle_timeout; every session ends.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(12 * time.Second)
 	for {
 		running := 0
 		for _, name := range names {
@@ -107,7 +108,7 @@ func TestStdioPerSession(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d children of idle sessions still run 10s on (idle_timeout 4s)", running)
+			t.Fatalf("%d children of idle sessions still run 12s on (idle_timeout 5s)", running)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
