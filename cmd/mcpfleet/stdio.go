@@ -24,6 +24,8 @@ import (
 type stdioFleet struct {
 	socks    *stdio.Sockets
 	children []*stdio.Child
+	bridges  map[string]*stdio.Bridge // by child name
+	pools    []*stdio.Pool            // of the per_session upstreams
 }
 
 // childNames returns the names of upstream u's children.
@@ -50,7 +52,7 @@ func startStdio(cfg *config.Config, log *slog.Logger) (*stdioFleet, error) {
 			if err != nil {
 				return nil, err
 			}
-			f = &stdioFleet{socks: socks}
+			f = &stdioFleet{socks: socks, bridges: map[string]*stdio.Bridge{}}
 		}
 		if err := f.start(u, cfg, log); err != nil {
 			f.close()
@@ -60,26 +62,44 @@ func startStdio(cfg *config.Config, log *slog.Logger) (*stdioFleet, error) {
 	return f, nil
 }
 
-// start starts upstream u's children.
+// start starts upstream u's children, and its pool of per-session ones.
 func (f *stdioFleet) start(u *config.Upstream, cfg *config.Config, log *slog.Logger) error {
 	s := u.Stdio.WithDefaults()
 	lo, hi, err := config.ParseBackoff(s.RestartBackoff)
 	if err != nil {
 		return usageError{err}
 	}
-	for _, name := range childNames(u) {
+	childOpts := func(name string) (stdio.Options, error) {
 		env, err := stdio.Environ(name, s.Env, s.EnvFiles, os.Getenv, os.ReadFile)
 		if err != nil {
-			return usageError{fmt.Errorf("stdio child %s: %w", name, err)}
+			return stdio.Options{}, fmt.Errorf("stdio child %s: %w", name, err)
 		}
-		c := stdio.Start(stdio.Options{
+		return stdio.Options{
 			Name: name, Argv: s.Command, Env: env, Dir: stdio.Expand(s.Dir, name),
 			MaxLineBytes: int(s.MaxLineBytes), StderrLines: s.StderrLines,
 			WriteTimeout: time.Duration(cfg.WriteTimeout), Grace: time.Duration(cfg.Grace),
 			Backoff: stdio.Backoff{Min: lo, Max: hi}, Logger: log,
+		}, nil
+	}
+	var pool *stdio.Pool
+	if s.PerSession {
+		pool = stdio.NewPool(stdio.PoolOptions{
+			Name: u.StdioName(), MaxSessions: s.MaxSessions, Warm: s.Warm,
+			IdleTimeout: time.Duration(s.IdleTimeout), MaxAge: time.Duration(cfg.SessionMaxAge),
+			Backoff: stdio.Backoff{Min: lo, Max: hi}, Child: childOpts, Logger: log,
 		})
+		f.pools = append(f.pools, pool)
+	}
+	for _, name := range childNames(u) {
+		opts, err := childOpts(name)
+		if err != nil {
+			return usageError{err}
+		}
+		c := stdio.Start(opts)
 		f.children = append(f.children, c)
-		if err := f.socks.Serve(name, stdio.NewBridge(c, time.Duration(cfg.SessionMaxAge))); err != nil {
+		b := stdio.NewBridge(c, time.Duration(cfg.SessionMaxAge), pool)
+		f.bridges[name] = b
+		if err := f.socks.Serve(name, b); err != nil {
 			return err
 		}
 	}
@@ -130,9 +150,25 @@ func (f *stdioFleet) view(name string, now time.Time) (*admin.Process, []string)
 			at := i.Started.UTC()
 			p.Started, p.UptimeSeconds = &at, max(0, now.Sub(i.Started).Seconds())
 		}
+		for _, k := range f.bridges[name].SessionChildren() {
+			p.SessionChildren = append(p.SessionChildren, sessionChild(k, now))
+		}
+		p.Sessions += len(p.SessionChildren)
 		return p, i.Stderr
 	}
 	return nil, nil
+}
+
+// sessionChild is the fleet view of a session's own child.
+func sessionChild(i stdio.Info, now time.Time) admin.SessionChild {
+	k := admin.SessionChild{Name: i.Name, PID: i.PID, Stderr: i.Stderr}
+	if !i.Started.IsZero() {
+		k.UptimeSeconds = max(0, now.Sub(i.Started).Seconds())
+	}
+	if n := len(k.Stderr); n > 20 {
+		k.Stderr = k.Stderr[n-20:]
+	}
+	return k
 }
 
 // checkClient is the health checker's client when a service has stdio
@@ -155,6 +191,9 @@ func (f *stdioFleet) close() {
 	var wg sync.WaitGroup
 	for _, c := range f.children {
 		wg.Go(c.Close)
+	}
+	for _, p := range f.pools {
+		wg.Go(p.Close)
 	}
 	wg.Wait()
 	f.socks.Close()

@@ -135,6 +135,18 @@ func TestStdioFilesystemServer(t *testing.T) {
 	}
 }
 
+// serveMemory starts serve with server-memory as the stdio upstream mem,
+// its graphs in dir/{child}.jsonl, more stdio keys given as YAML.
+func serveMemory(t *testing.T, dir, keys string) string {
+	t.Helper()
+	node, modules := stdioServers(t)
+	return serveStdioYAML(t, `  - name: mem
+    stdio:
+      command: [`+node+`, `+filepath.Join(modules, "@modelcontextprotocol", "server-memory", "dist", "index.js")+`]
+      env: {MEMORY_FILE_PATH: "`+dir+`/{child}.jsonl"}
+`+keys)
+}
+
 // TestStdioMemoryFilePerChild: server-memory with MEMORY_FILE_PATH holding
 // {child}: each child keeps its own graph in its own file, so a session
 // sees what it wrote, and a session on the other child does not.
@@ -142,13 +154,8 @@ func TestStdioMemoryFilePerChild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	node, modules := stdioServers(t)
 	dir := t.TempDir()
-	gw := serveStdioYAML(t, `  - name: mem
-    stdio:
-      command: [`+node+`, `+filepath.Join(modules, "@modelcontextprotocol", "server-memory", "dist", "index.js")+`]
-      env: {MEMORY_FILE_PATH: "`+dir+`/{child}.jsonl"}
-`)
+	gw := serveMemory(t, dir, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a := connectGW(ctx, t, gw, "2025-11-25") // round-robin: one child each
@@ -172,5 +179,48 @@ func TestStdioMemoryFilePerChild(t *testing.T) {
 	}
 	if len(holding) != 1 {
 		t.Errorf("the entity is in the files of %v, want exactly one child's", holding)
+	}
+}
+
+// TestStdioMemoryPerSession: server-memory with per_session and
+// MEMORY_FILE_PATH holding {child}: every session has a child, and a
+// file, of its own, so two sessions each see only their own graph, and a
+// session's graph survives its other requests.
+func TestStdioMemoryPerSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	dir := t.TempDir()
+	gw := serveMemory(t, dir, "      processes: 1\n      per_session: true\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := connectGW(ctx, t, gw, "2025-11-25")
+	b := connectGW(ctx, t, gw, "2025-11-25")
+	for who, cs := range map[string]*mcp.ClientSession{"a": a, "b": b} {
+		callText(ctx, t, cs, "create_entities", map[string]any{"entities": []any{
+			map[string]any{"name": who + "-entity", "entityType": "test", "observations": []any{"seen by " + who}},
+		}})
+	}
+	for who, cs := range map[string]*mcp.ClientSession{"a": a, "b": b} {
+		other := map[string]string{"a": "b", "b": "a"}[who]
+		for range 3 { // its other requests leave the graph as it is
+			got := callText(ctx, t, cs, "read_graph", map[string]any{})
+			if !strings.Contains(got, who+"-entity") || strings.Contains(got, other+"-entity") {
+				t.Fatalf("session %s's graph %s, want its own entity alone", who, got)
+			}
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "mem-s-*.jsonl"))
+	holding := map[string]int{}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, who := range []string{"a", "b"} {
+			if strings.Contains(string(b), who+"-entity") {
+				holding[who]++
+			}
+		}
+	}
+	if len(files) != 2 || holding["a"] != 1 || holding["b"] != 1 {
+		t.Errorf("files %v hold a's entity %d times, b's %d; want one file each", files, holding["a"], holding["b"])
 	}
 }

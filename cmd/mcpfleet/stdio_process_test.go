@@ -53,6 +53,14 @@ func stdioTestChildren(t *testing.T, tag string) map[int]string {
 // each started through sh -c, and returns its address.
 func startStdioServe(t *testing.T, tag string) (gw, adm string, stop func()) {
 	t.Helper()
+	return startStdioServeWith(t, tag, "      processes: 2\n")
+}
+
+// startStdioServeWith starts serve with a stdio fleet of test servers
+// started through sh -c, its stdio keys beside command and env given as
+// YAML, and returns its address.
+func startStdioServeWith(t *testing.T, tag, keys string) (gw, adm string, stop func()) {
+	t.Helper()
 	dir := t.TempDir()
 	gw, adm = testproc.FreeAddr(t), testproc.FreeAddr(t)
 	cfg := `listen: ` + gw + `
@@ -65,9 +73,8 @@ upstreams:
     stdio:
       command: [sh, -c, 'exec "$0" testserver --stdio --name "$CHILD"', ` + os.Args[0] + `]
       env: {MCPFLEET_RUN_MAIN: "1", CHILD: "{child}", STDIO_TEST_TAG: ` + tag + `}
-      processes: 2
       restart_backoff: 200ms..2s
-`
+` + keys
 	path := filepath.Join(dir, "mcpfleet.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -220,8 +227,8 @@ func TestStdioFlag(t *testing.T) {
 	}
 }
 
-// checkFleetProcess checks the fleet view's process of child name.
-func checkFleetProcess(t *testing.T, adm, name string, restarts int) {
+// fleetReplica returns replica name of the fleet view at adm.
+func fleetReplica(t *testing.T, adm, name string) admin.Replica {
 	t.Helper()
 	resp, err := http.Get("http://" + adm + "/api/fleet")
 	if err != nil {
@@ -233,15 +240,21 @@ func checkFleetProcess(t *testing.T, adm, name string, restarts int) {
 		t.Fatal(err)
 	}
 	for _, r := range f.Replicas {
-		if r.Name != name {
-			continue
+		if r.Name == name {
+			return r
 		}
-		if p := r.Process; p == nil || p.PID <= 0 || p.Restarts != restarts || p.Started == nil {
-			t.Errorf("fleet view of %s: process %+v, stderr %q; want a pid, %d restarts", name, p, r.Stderr, restarts)
-		}
-		return
 	}
-	t.Errorf("no replica %s in the fleet view", name)
+	t.Fatalf("no replica %s in the fleet view", name)
+	return admin.Replica{}
+}
+
+// checkFleetProcess checks the fleet view's process of child name.
+func checkFleetProcess(t *testing.T, adm, name string, restarts int) {
+	t.Helper()
+	r := fleetReplica(t, adm, name)
+	if p := r.Process; p == nil || p.PID <= 0 || p.Restarts != restarts || p.Started == nil {
+		t.Errorf("fleet view of %s: process %+v, stderr %q; want a pid, %d restarts", name, p, r.Stderr, restarts)
+	}
 }
 
 func TestSameStdio(t *testing.T) {

@@ -152,8 +152,25 @@ type Process struct {
 	UptimeSeconds float64 `json:"uptime_seconds"`
 	// Restarts counts its runs after the first.
 	Restarts int `json:"restarts"`
-	// Sessions is the client sessions on it now (through this gateway).
+	// Sessions is the client sessions on it now (through this gateway),
+	// with those on a child of their own (session_children).
 	Sessions int `json:"sessions"`
+	// SessionChildren are the children of the replica's sessions when its
+	// upstream runs one child per session (per_session); absent otherwise.
+	SessionChildren []SessionChild `json:"session_children,omitempty"`
+}
+
+// SessionChild is the child process of one client session (per_session).
+type SessionChild struct {
+	// Name is the child's name, what {child} stood for in its environment.
+	Name string `json:"name"`
+	// PID is its process ID; 0 while it starts or after it exited.
+	PID int `json:"pid"`
+	// UptimeSeconds is how long it has been up.
+	UptimeSeconds float64 `json:"uptime_seconds"`
+	// Stderr is the last lines it wrote to its standard error, oldest
+	// first, at most 20.
+	Stderr []string `json:"stderr,omitempty"`
 }
 
 // Failure is one request a replica failed, as the gateway saw it.

@@ -109,7 +109,8 @@ func checkDetails(t *testing.T, p *pageDriver) {
 	p.do("opening github-stdio", chromedp.Click(`tr.replica[data-replica="github-stdio"] td.name`))
 	p.redrawn("opening github-stdio")
 	got = p.detail("github-stdio")
-	for _, want := range []string{"stderr", "GitHub MCP Server running on stdio", "sha256:9e77d2a1", "create_issue", "added"} {
+	for _, want := range []string{"stderr", "GitHub MCP Server running on stdio", "sha256:9e77d2a1", "create_issue", "added",
+		"children of its sessions (1)", "github-s-0a1b2c3d4e, pid 4343", "session child ready"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("github-stdio's detail lacks %q:\n%s", want, got)
 		}

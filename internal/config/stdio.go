@@ -131,11 +131,7 @@ func validateStdio(key string, u *Upstream, bad func(string, string, ...any)) {
 			bad(key+".stdio.env_files", "%s is set by env too", k)
 		}
 	}
-	if s.PerSession {
-		// Refused, not ignored: a server that keeps per-client state would
-		// otherwise share it between sessions without a word.
-		bad(key+".stdio.per_session", "one child per session is not available in this version; the children are pooled")
-	}
+	validatePerSession(key, s, bad)
 	nonNeg := map[string]int{"processes": s.Processes, "max_sessions": s.MaxSessions, "warm": s.Warm, "stderr_lines": s.StderrLines}
 	for k, v := range nonNeg {
 		if v < 0 || v > 10000 {
@@ -152,5 +148,26 @@ func validateStdio(key string, u *Upstream, bad func(string, string, ...any)) {
 		if _, _, err := ParseBackoff(s.RestartBackoff); err != nil {
 			bad(key+".stdio.restart_backoff", "%v", err)
 		}
+	}
+}
+
+// validatePerSession checks the keys of one child per session: set
+// without per_session they would do nothing, which is said rather than
+// ignored.
+func validatePerSession(key string, s Stdio, bad func(string, string, ...any)) {
+	if !s.PerSession {
+		for k, set := range map[string]bool{"max_sessions": s.MaxSessions != 0, "warm": s.Warm != 0, "idle_timeout": s.IdleTimeout != 0} {
+			if set {
+				bad(key+".stdio."+k, "applies to one child per session only: set per_session: true, or remove it")
+			}
+		}
+		return
+	}
+	d := s.WithDefaults()
+	if d.Warm > d.MaxSessions {
+		bad(key+".stdio.warm", "want at most max_sessions (%d) children kept warm, got %d", d.MaxSessions, d.Warm)
+	}
+	if s.IdleTimeout != 0 && s.IdleTimeout < Duration(100*time.Millisecond) {
+		bad(key+".stdio.idle_timeout", "want at least 100ms (or 0 for the default, 10m), got %s", s.IdleTimeout)
 	}
 }

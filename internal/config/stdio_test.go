@@ -33,6 +33,17 @@ upstreams:
 	}
 }
 
+func TestStdioPerSession(t *testing.T) {
+	c, err := Parse([]byte("upstreams: [{name: mem, stdio: {command: [srv], per_session: true, max_sessions: 8, warm: 2, idle_timeout: 30s}}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Upstreams[0].Stdio.WithDefaults()
+	if !s.PerSession || s.MaxSessions != 8 || s.Warm != 2 || time.Duration(s.IdleTimeout) != 30*time.Second || s.Processes != 2 {
+		t.Errorf("decoded %+v", s)
+	}
+}
+
 func TestStdioUpstreamErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{"upstreams: [{url: 'http://a/mcp', stdio: {command: [x]}}]", "upstreams[0].url: an upstream is either stdio or a URL"},
@@ -44,7 +55,11 @@ func TestStdioUpstreamErrors(t *testing.T) {
 		{"upstreams: [{stdio: {command: [x], env: {A: 1}, env_files: {A: /f}}}]", "upstreams[0].stdio.env_files: A is set by env too"},
 		{"upstreams: [{stdio: {command: [x]}}, {stdio: {command: [y]}}]", `upstreams[1].name: duplicate replica name "stdio"`},
 		{"upstreams: [{stdio: {command: [x], procesess: 2}}]", "procesess"},
-		{"upstreams: [{stdio: {command: [x], per_session: true}}]", "upstreams[0].stdio.per_session: one child per session is not available"},
+		{"upstreams: [{stdio: {command: [x], max_sessions: 8}}]", "upstreams[0].stdio.max_sessions: applies to one child per session only"},
+		{"upstreams: [{stdio: {command: [x], idle_timeout: 1m}}]", "upstreams[0].stdio.idle_timeout: applies to one child per session only"},
+		{"upstreams: [{stdio: {command: [x], per_session: true, max_sessions: 2, warm: 3}}]", "upstreams[0].stdio.warm: want at most max_sessions (2) children kept warm, got 3"},
+		{"upstreams: [{stdio: {command: [x], per_session: true, max_sessions: -1}}]", "upstreams[0].stdio.max_sessions: want 0"},
+		{"upstreams: [{stdio: {command: [x], per_session: true, idle_timeout: 10ms}}]", "upstreams[0].stdio.idle_timeout: want at least 100ms"},
 	} {
 		_, err := Parse([]byte(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

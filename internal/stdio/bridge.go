@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,14 +42,37 @@ type Bridge struct {
 	// idle ends a session with no request, call or stream for this long
 	// (checked at each new session); 0: never.
 	idle time.Duration
+	// pool, when not nil, gives each session a child of its own
+	// (per_session); the bridge's child then serves 2026-07-28 requests.
+	pool *Pool
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*bsession
 }
 
-// NewBridge returns the bridge of c.
-func NewBridge(c *Child, idle time.Duration) *Bridge {
-	return &Bridge{child: c, log: c.opts.Logger.With("child", c.opts.Name), idle: idle, sessions: map[string]*bsession{}}
+// NewBridge returns the bridge of c. With pool, each 2025-11-25 session
+// gets a child of pool's, and c serves the 2026-07-28 requests alone.
+func NewBridge(c *Child, idle time.Duration, pool *Pool) *Bridge {
+	return &Bridge{child: c, log: c.opts.Logger.With("child", c.opts.Name), idle: idle, pool: pool, sessions: map[string]*bsession{}}
+}
+
+// SessionChildren returns the state of the children of this bridge's
+// sessions (per_session), by name.
+func (b *Bridge) SessionChildren() []Info {
+	b.mu.Lock()
+	var cs []*Child
+	for _, s := range b.sessions {
+		if s.lease != nil {
+			cs = append(cs, s.lease.Child())
+		}
+	}
+	b.mu.Unlock()
+	infos := make([]Info, 0, len(cs))
+	for _, c := range cs {
+		infos = append(infos, c.Info())
+	}
+	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.Name, b.Name) })
+	return infos
 }
 
 // sweep ends the sessions idle for b.idle by now: a client that never
@@ -67,7 +92,7 @@ func (b *Bridge) sweep(now time.Time) {
 	}
 	b.mu.Unlock()
 	for _, s := range ended {
-		s.s.Close()
+		s.close()
 	}
 }
 
@@ -90,7 +115,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, nil, sessionGone(sid))
 	case http.MethodDelete:
 		if s := b.take(sid); s != nil {
-			s.s.Close()
+			s.close()
 			w.WriteHeader(http.StatusOK)
 			return
 		}
@@ -153,7 +178,7 @@ func (b *Bridge) servePost(w http.ResponseWriter, r *http.Request, sid string) {
 		return
 	}
 	if sid == "" && m.Method == "initialize" && m.Kind == mcpmsg.KindRequest {
-		b.initialize(w, body, m.ID)
+		b.initialize(w, r, body, m.ID)
 		return
 	}
 	s := b.session(sid)
@@ -173,10 +198,11 @@ func (b *Bridge) servePost(w http.ResponseWriter, r *http.Request, sid string) {
 	s.serveCall(w, r, body, m.ID)
 }
 
-// initialize opens a session on the child and answers from the child's
-// own initialize result: the child was initialized once, by the gateway.
-func (b *Bridge) initialize(w http.ResponseWriter, body []byte, id []byte) {
-	cs, err := b.child.Open()
+// initialize opens a session on the child, or on a child of its own
+// (per_session), and answers from the child's own initialize result: the
+// child was initialized once, by the gateway.
+func (b *Bridge) initialize(w http.ResponseWriter, r *http.Request, body []byte, id []byte) {
+	cs, lease, err := b.open(r)
 	if err != nil {
 		writeError(w, id, &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: err.Error(), RetryAfter: time.Second})
 		return
@@ -184,13 +210,27 @@ func (b *Bridge) initialize(w http.ResponseWriter, body []byte, id []byte) {
 	result := negotiate(cs.Initialize(), body)
 	b.sweep(time.Now())
 	sid := newSessionID()
-	s := newBSession(cs, func() { b.take(sid) })
+	s := newBSession(cs, lease, func() { b.take(sid) })
 	b.mu.Lock()
 	b.sessions[sid] = s
 	b.mu.Unlock()
 	w.Header().Set(headerSession, sid)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(appendResult(nil, id, string(result)))
+}
+
+// open opens a new session's Session: on the bridge's child, or with a
+// pool on a child of the pool's, whose lease the session then holds.
+func (b *Bridge) open(r *http.Request) (*Session, *Lease, error) {
+	if b.pool == nil {
+		cs, err := b.child.Open()
+		return cs, nil, err
+	}
+	lease, err := b.pool.Take(r.Context())
+	if err != nil {
+		return nil, nil, err
+	}
+	return lease.Session(), lease, nil
 }
 
 // negotiate returns the child's initialize result for a client: with the

@@ -29,7 +29,7 @@ func TestBridgeBothEras(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(socks.Close)
-	bridge := NewBridge(c, 0)
+	bridge := NewBridge(c, 0, nil)
 	if err := socks.Serve("e-1", bridge); err != nil {
 		t.Fatal(err)
 	}
@@ -82,13 +82,13 @@ func TestBridgeBothEras(t *testing.T) {
 func TestBridgeEndsIdleSessions(t *testing.T) {
 	needBin(t)
 	c := startChild(t, "i-1", testserverArgv("i-1"), nil)
-	b := NewBridge(c, time.Hour)
+	b := NewBridge(c, time.Hour, nil)
 	open := func() *bsession {
 		cs, err := c.Open()
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := newBSession(cs, func() {})
+		s := newBSession(cs, nil, func() {})
 		b.mu.Lock()
 		b.sessions[newSessionID()] = s
 		b.mu.Unlock()

@@ -18,8 +18,9 @@ import (
 // POST's stream when none is open (2025-11-25, "Sending Messages to the
 // Server": a server may send requests and notifications on either).
 type bsession struct {
-	s   *Session
-	end func() // removes the session from its bridge
+	s     *Session
+	lease *Lease // the session's own child (per_session); nil on a shared one
+	end   func() // removes the session from its bridge
 
 	mu      sync.Mutex             // guards calls, tokens, stream
 	calls   map[string]chan []byte // the client's request id (idKey) -> its POST
@@ -47,10 +48,33 @@ func (b *bsession) idleSince(now time.Time) time.Duration {
 	return now.Sub(b.last)
 }
 
-func newBSession(s *Session, end func()) *bsession {
-	b := &bsession{s: s, end: end, calls: map[string]chan []byte{}, tokens: map[string]chan []byte{}, last: time.Now()}
+// quietSince is how long the session has been without a request at now:
+// 0 while a call is in flight (an open GET stream is no request).
+func (b *bsession) quietSince(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.calls) > 0 {
+		return 0
+	}
+	return now.Sub(b.last)
+}
+
+func newBSession(s *Session, lease *Lease, end func()) *bsession {
+	b := &bsession{s: s, lease: lease, end: end, calls: map[string]chan []byte{}, tokens: map[string]chan []byte{}, last: time.Now()}
+	if lease != nil {
+		lease.SetQuiet(b.quietSince)
+	}
 	go b.dispatch()
 	return b
+}
+
+// close ends the session; a child of its own is stopped with it.
+func (b *bsession) close() {
+	if b.lease != nil {
+		b.lease.Close()
+		return
+	}
+	b.s.Close()
 }
 
 // dispatch hands each message of the child to its waiter until the
@@ -60,6 +84,15 @@ func (b *bsession) dispatch() {
 		b.route(msg)
 	}
 	b.end()
+	b.settle()
+	if b.lease != nil { // its child exited, or the session was closed
+		b.lease.Close()
+	}
+}
+
+// settle closes every waiter's channel: their answers are the
+// replica_lost error, at once.
+func (b *bsession) settle() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.settled = true

@@ -57,6 +57,10 @@ type Options struct {
 	InitTimeout time.Duration
 	// Backoff spaces the restarts of a child that exits.
 	Backoff Backoff
+	// Once runs the child one time: when it exits it is not started
+	// again, and Done closes (a child of one session, whose state went
+	// with it).
+	Once bool
 	// Logger receives the child's starts, exits and skipped lines; nil
 	// means none.
 	Logger *slog.Logger
@@ -115,6 +119,10 @@ func Start(opts Options) *Child {
 // Name returns the child's stable name.
 func (c *Child) Name() string { return c.opts.Name }
 
+// Done is closed when the child is stopped for good: after Close, or
+// when a child of Options.Once exited.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
 // Close stops the child's whole process group and ends its sessions;
 // idempotent.
 func (c *Child) Close() {
@@ -139,7 +147,7 @@ func (c *Child) supervise(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			log.Error("stdio child did not start", "error", err)
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || c.opts.Once {
 			return
 		}
 		var delay time.Duration
