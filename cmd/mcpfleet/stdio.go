@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,10 +20,15 @@ import (
 
 // stdioFleet is a service's stdio children (upstreams[].stdio): started
 // before its fleet, each served by a bridge on a unix socket as a replica,
+// replaced one by one on a reload that changes them (stdio_reload.go),
 // stopped after its gateway.
 type stdioFleet struct {
-	socks    *stdio.Sockets
-	children []*stdio.Child
+	socks *stdio.Sockets
+	log   *slog.Logger
+
+	mu      sync.Mutex  // guards kids, leaving
+	kids    []*stdioKid // by name, in the config's order
+	leaving []*stdioKid // removed by a reload, draining
 }
 
 // childNames returns the names of upstream u's children.
@@ -50,7 +55,7 @@ func startStdio(cfg *config.Config, log *slog.Logger) (*stdioFleet, error) {
 			if err != nil {
 				return nil, err
 			}
-			f = &stdioFleet{socks: socks}
+			f = &stdioFleet{socks: socks, log: log}
 		}
 		if err := f.start(u, cfg, log); err != nil {
 			f.close()
@@ -62,28 +67,40 @@ func startStdio(cfg *config.Config, log *slog.Logger) (*stdioFleet, error) {
 
 // start starts upstream u's children.
 func (f *stdioFleet) start(u *config.Upstream, cfg *config.Config, log *slog.Logger) error {
-	s := u.Stdio.WithDefaults()
-	lo, hi, err := config.ParseBackoff(s.RestartBackoff)
+	kids, err := kidSpecs(u, cfg, log)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	for _, name := range childNames(u) {
-		env, err := stdio.Environ(name, s.Env, s.EnvFiles, os.Getenv, os.ReadFile)
-		if err != nil {
-			return usageError{fmt.Errorf("stdio child %s: %w", name, err)}
-		}
-		c := stdio.Start(stdio.Options{
-			Name: name, Argv: s.Command, Env: env, Dir: stdio.Expand(s.Dir, name),
-			MaxLineBytes: int(s.MaxLineBytes), StderrLines: s.StderrLines,
-			WriteTimeout: time.Duration(cfg.WriteTimeout), Grace: time.Duration(cfg.Grace),
-			Backoff: stdio.Backoff{Min: lo, Max: hi}, Logger: log,
-		})
-		f.children = append(f.children, c)
-		if err := f.socks.Serve(name, stdio.NewBridge(c, time.Duration(cfg.SessionMaxAge))); err != nil {
+	for _, k := range kids {
+		if err := f.serve(k); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// kidSpecs are what upstream u's children run with; an error for an
+// env file that cannot be read.
+func kidSpecs(u *config.Upstream, cfg *config.Config, log *slog.Logger) ([]*stdioKid, error) {
+	s := u.Stdio.WithDefaults()
+	lo, hi, err := config.ParseBackoff(s.RestartBackoff)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var kids []*stdioKid
+	for _, name := range childNames(u) {
+		env, err := stdio.Environ(name, s.Env, s.EnvFiles, os.Getenv, os.ReadFile)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("stdio child %s: %w", name, err)}
+		}
+		kids = append(kids, &stdioKid{idle: time.Duration(cfg.SessionMaxAge), opts: stdio.Options{
+			Name: name, Argv: s.Command, Env: env, Dir: stdio.Expand(s.Dir, name),
+			MaxLineBytes: int(s.MaxLineBytes), StderrLines: s.StderrLines,
+			WriteTimeout: time.Duration(cfg.WriteTimeout), Grace: time.Duration(cfg.Grace),
+			Backoff: stdio.Backoff{Min: lo, Max: hi}, Logger: log,
+		}})
+	}
+	return kids, nil
 }
 
 // dial connects to the children's bridges, and to anything else over
@@ -120,7 +137,7 @@ func (f *stdioFleet) wire(cfg *config.Config, opts *gateway.Options) error {
 // view is the fleet view of the child called name; nil for a replica
 // that is none.
 func (f *stdioFleet) view(name string, now time.Time) (*admin.Process, []string) {
-	for _, c := range f.children {
+	for _, c := range f.children() {
 		if c.Name() != name {
 			continue
 		}
@@ -152,9 +169,12 @@ func (f *stdioFleet) close() {
 	if f == nil {
 		return
 	}
+	f.mu.Lock()
+	kids := append(slices.Clone(f.kids), f.leaving...)
+	f.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, c := range f.children {
-		wg.Go(c.Close)
+	for _, k := range kids {
+		wg.Go(k.roll.Close)
 	}
 	wg.Wait()
 	f.socks.Close()
@@ -188,19 +208,4 @@ func stdioFlag(cfg *config.Config, command string, processes int, urls, givenPro
 	}
 	cfg.Upstreams = []config.Upstream{{Stdio: config.Stdio{Command: argv, Processes: processes}}}
 	return nil
-}
-
-// sameStdio reports whether a and b have the same stdio upstreams, in the
-// same order: what a reload may keep running as it is.
-func sameStdio(a, b *config.Config) bool {
-	stdioOf := func(c *config.Config) []config.Upstream {
-		var ups []config.Upstream
-		for _, u := range c.Upstreams {
-			if u.IsStdio() {
-				ups = append(ups, u)
-			}
-		}
-		return ups
-	}
-	return reflect.DeepEqual(stdioOf(a), stdioOf(b))
 }
