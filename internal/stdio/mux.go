@@ -206,7 +206,9 @@ func (x *Mux) find(s SessionID, id json.RawMessage) (int64, bool) {
 	return 0, false
 }
 
-// FromChild routes a message the child wrote.
+// FromChild routes a message the child wrote. The route's Msg and Reply
+// never share msg's memory: the caller may reuse it (the child's line
+// reader does, for its next line), while Msg waits in a session's queue.
 func (x *Mux) FromChild(msg []byte) (Route, error) {
 	m, err := parseEnvelope(msg)
 	if err != nil {
@@ -263,7 +265,7 @@ func (x *Mux) serverRequest(m envelope, msg []byte) (Route, error) {
 		return Route{Reply: appendError(nil, id, -32603, why)}, nil
 	}
 	x.serverRq[idKey(id)] = serverQ{session: only}
-	return Route{To: only, Msg: msg}, nil
+	return Route{To: only, Msg: bytes.Clone(msg)}, nil
 }
 
 // childNotification routes a notification: progress to the call whose
@@ -291,13 +293,13 @@ func (x *Mux) childNotification(m envelope, msg []byte) (Route, error) {
 		out, err := json.Marshal(m)
 		return Route{To: c.session, Msg: out}, err
 	case strings.HasSuffix(method, "/list_changed"):
-		return Route{Broadcast: true, Msg: msg}, nil
+		return Route{Broadcast: true, Msg: bytes.Clone(msg)}, nil
 	case method == "notifications/resources/updated":
 		to := x.updated(m)
 		if len(to) == 0 {
 			return Route{}, nil // nobody subscribed (any more)
 		}
-		return Route{Sessions: to, Msg: msg}, nil
+		return Route{Sessions: to, Msg: bytes.Clone(msg)}, nil
 	case method == "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
@@ -305,16 +307,16 @@ func (x *Mux) childNotification(m envelope, msg []byte) (Route, error) {
 		_ = json.Unmarshal(m["params"], &p)
 		if q, ok := x.serverRq[idKey(p.RequestID)]; ok {
 			delete(x.serverRq, idKey(p.RequestID))
-			return Route{To: q.session, Msg: msg}, nil
+			return Route{To: q.session, Msg: bytes.Clone(msg)}, nil
 		}
 		return Route{}, nil
 	}
 	if len(x.inflight) == 1 {
 		for s := range x.inflight {
-			return Route{To: s, Msg: msg}, nil
+			return Route{To: s, Msg: bytes.Clone(msg)}, nil
 		}
 	}
-	return Route{Broadcast: true, Msg: msg}, nil
+	return Route{Broadcast: true, Msg: bytes.Clone(msg)}, nil
 }
 
 // Lost returns every call in flight and forgets them all: the child went

@@ -178,3 +178,33 @@ func FuzzMuxFromChild(f *testing.F) {
 		}
 	})
 }
+
+// TestMuxRouteOwnsItsMessage: what FromChild routes is the mux's own
+// copy, whatever the path: the child's reader reuses its line buffer for
+// the next line while the message waits in a session's queue.
+func TestMuxRouteOwnsItsMessage(t *testing.T) {
+	x := NewMux()
+	if _, err := x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"u://a"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"u://a"}}`,
+		`{"jsonrpc":"2.0","id":"s","method":"roots/list"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	} {
+		buf := []byte(line)
+		r, err := x.FromChild(buf)
+		if err != nil || r.Msg == nil {
+			t.Fatalf("%s: %+v, %v", line, r, err)
+		}
+		want := string(r.Msg)
+		for i := range buf {
+			buf[i] = 'x' // the reader's next line
+		}
+		if string(r.Msg) != want {
+			t.Errorf("%s: the routed message changed with the reader's buffer: %s", line, r.Msg)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -22,6 +23,9 @@ type subs map[string]map[SessionID]bool
 // to the child; else nil, and for a subscribe the URI, to be undone if the
 // child refuses it.
 func (x *Mux) subscription(s SessionID, m envelope) (answer []byte, uri string) {
+	if !bytes.Contains(m["method"], []byte("subscribe")) {
+		return nil, "" // the common case, without decoding the method
+	}
 	method := m.method()
 	if method != "resources/subscribe" && method != "resources/unsubscribe" {
 		return nil, ""
