@@ -25,13 +25,18 @@ type stdioKid struct {
 
 func (k *stdioKid) name() string { return k.opts.Name }
 
-// serve starts k's child and serves it as a replica.
+// serve starts k's child and serves it as a replica; on an error the
+// child is stopped.
 func (f *stdioFleet) serve(k *stdioKid) error {
 	k.roll = stdio.NewRolling(stdio.NewBridge(stdio.Start(k.opts), k.idle))
+	if err := f.socks.Serve(k.name(), k.roll); err != nil {
+		k.roll.Close()
+		return err
+	}
 	f.mu.Lock()
 	f.kids = append(f.kids, k)
 	f.mu.Unlock()
-	return f.socks.Serve(k.name(), k.roll)
+	return nil
 }
 
 // children returns the current child of every replica of the fleet.
