@@ -83,7 +83,8 @@ func waitFor(t *testing.T, within time.Duration, what string, done func() bool) 
 // child and answer; new sessions land on the new children; an old child
 // stops once its last session ends, or when the grace is over, its whole
 // process group (sh -c and its server) with it; after shutdown no process
-// of the test remains.
+// of the test remains. One process fewer then stops the child that leaves
+// and leaves the other as it was.
 func TestStdioReloadRollsChildren(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -105,6 +106,9 @@ func TestStdioReloadRollsChildren(t *testing.T) {
 	waitFor(t, 10*time.Second, "sessions on both children", func() bool {
 		cs := connectGW(ctx, t, gw, "2025-11-25")
 		name := whoamiOf(ctx, t, cs)
+		if prev := before[name]; prev != nil {
+			prev.Close() // one session a child: the test ends each
+		}
 		before[name] = cs
 		return before["kid-1.g1"] != nil && before["kid-2.g1"] != nil
 	})
@@ -149,6 +153,21 @@ func TestStdioReloadRollsChildren(t *testing.T) {
 	}
 	if _, err := before["kid-2.g1"].CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}}); err == nil {
 		t.Error("a session of a child stopped after the grace still answered")
+	}
+
+	// One process fewer: kid-2 leaves the fleet, and with no session it
+	// stops at once; kid-1 runs on as it was.
+	now := groupsOf(t, tag, "g2")
+	write(strings.Replace(rollConfig(gw, tag, "g2", ""), "processes: 2", "processes: 1", 1))
+	logs.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, 10*time.Second, "kid-2's process group gone once it left the fleet", func() bool { return !groupAlive(now["kid-2"]) })
+	if got := groupsOf(t, tag, "g2"); got["kid-1"] != now["kid-1"] || len(got) != 1 {
+		t.Errorf("after kid-2 left, the children are %v, want kid-1 alone as it was (%d)", got, now["kid-1"])
+	}
+	for range 3 {
+		if got := whoamiOf(ctx, t, connectGW(ctx, t, gw, "2025-11-25")); got != "kid-1.g2" {
+			t.Errorf("a session after kid-2 left landed on %q", got)
+		}
 	}
 	logs.cmd.Process.Signal(syscall.SIGTERM)
 	waitFor(t, 15*time.Second, "the gateway's exit", func() bool { return len(stdioTestChildren(t, tag)) == 0 })
