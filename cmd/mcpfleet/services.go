@@ -330,14 +330,7 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 			return abort(errors.New("the service had no stdio upstream when it started, and a reload does not add the first: restart instead"))
 		}
 		if run != nil && sameShape(run.svc.Config, svc.Config) && (run.stdio != nil || !hasStdio(&svc.Config)) {
-			if svc.Config.Discovery.DNSName != "" || run.svc.Config.Discovery.DNSName != "" {
-				if svc.Config.Discovery.DNSName != run.svc.Config.Discovery.DNSName {
-					return abort(fmt.Errorf("service %s: discovery cannot be turned on or off by a reload; restart instead", svc.Name))
-				}
-			} else if _, err := upstream.New(upstreamSpecs(&svc.Config)); err != nil {
-				return abort(fmt.Errorf("service %s: %w", svc.Name, err))
-			}
-			plan, err := run.stdio.prepare(&svc.Config)
+			plan, err := run.checkReload(&svc.Config)
 			if err != nil {
 				return abort(fmt.Errorf("service %s: %w", svc.Name, err))
 			}
@@ -398,6 +391,21 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 		run.log.Info("service added")
 	}
 	return nil
+}
+
+// checkReload checks what a reload to cfg changes of a service that stays,
+// before anything is applied: its discovery is not turned on or off, its
+// upstreams make a fleet, and its stdio children can be planned (their
+// env files read); it returns that plan.
+func (run *serviceRun) checkReload(cfg *config.Config) (stdioPlan, error) {
+	if cfg.Discovery.DNSName != "" || run.svc.Config.Discovery.DNSName != "" {
+		if cfg.Discovery.DNSName != run.svc.Config.Discovery.DNSName {
+			return stdioPlan{}, errors.New("discovery cannot be turned on or off by a reload; restart instead")
+		}
+	} else if _, err := upstream.New(upstreamSpecs(cfg)); err != nil {
+		return stdioPlan{}, err
+	}
+	return run.stdio.prepare(cfg)
 }
 
 // sameShape says whether a service's gateway can stay through a reload:
