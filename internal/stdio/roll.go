@@ -61,13 +61,6 @@ func (r *Rolling) Child() *Child {
 	return r.cur.child
 }
 
-// Draining returns how many replaced children still run.
-func (r *Rolling) Draining() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.old)
-}
-
 // Replace waits until next's child is ready, then makes next the current
 // bridge and drains the one it replaces for at most grace (see Rolling).
 // If next's child is not ready when ctx ends, or the replica is closed or
