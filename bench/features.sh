@@ -8,7 +8,9 @@
 # redis-server, a discarding OTLP receiver (canned --otlp-sink), and one
 # gateway per feature: the feature alone, from a configuration where
 # everything optional is off (idempotency off, session_binding none, no
-# limits, cache, auth or tracing, log_level warn). Then ROUNDS rounds, each
+# limits, cache, auth or tracing, log_level warn; the stdio feature's
+# upstreams are the same canned backend as three stdio children, canned
+# --stdio). Then ROUNDS rounds, each
 # visiting the replica directly and every gateway in turn, with one wrk
 # thread (HTTP/1.1, the gateway's h1 server, plaintext) and then h2load
 # (HTTP/2 over TLS, server std), CONNECTIONS connections, DURATION each.
@@ -38,7 +40,7 @@ set -euo pipefail
 FEATURES=(none access-log limits-memory limits-redis toolcap-redis cache-hit-local cache-miss-local
 	cache-hit-redis cache-miss-redis idem-memory idem-redis trace-1 trace-0.01 jwt session session-binding
 	authz stdio all)
-NOT_YET_BUILT=(authz stdio)
+NOT_YET_BUILT=(authz)
 H1_ONLY=(cache-miss-local cache-miss-redis idem-memory idem-redis)
 
 ROUNDS=${ROUNDS:-3}
@@ -80,7 +82,7 @@ feature_yaml() {
 	local auth="auth: {jwks_file: $WORK/jwks.json, issuers: [https://idp.bench], audiences: [https://gw.bench/mcp]}"
 	local tel="telemetry: {otlp_endpoint: http://127.0.0.1:$SINK_PORT"
 	case $1 in
-	none | session) ;;
+	none | session | stdio) ;;
 	access-log) echo 'log_level: info' ;;
 	limits-memory) echo "${limits/redis/memory}" ;;
 	limits-redis) echo "$limits" ;;
@@ -117,7 +119,12 @@ write_config() {
 		echo "redis_url: redis://127.0.0.1:$REDIS_PORT/0"
 		[[ $2 == h2 ]] && echo "tls: {cert_file: $WORK/cert.pem, key_file: $WORK/key.pem}"
 		echo "upstreams:"
-		for p in "${B[@]}"; do echo "  - url: http://127.0.0.1:$p/mcp"; done
+		if [[ $1 == stdio ]]; then
+			# The same canned backend, three of it, as stdio children.
+			echo "  - {name: canned, stdio: {command: [$WORK/canned, --stdio], processes: 3}}"
+		else
+			for p in "${B[@]}"; do echo "  - url: http://127.0.0.1:$p/mcp"; done
+		fi
 	} >"$f"
 	echo "$f"
 }

@@ -14,9 +14,17 @@
 // (cache.tools), and answers every request under its own id (a gateway
 // keeps only an answer to its request); without it, every POST gets the
 // fixed result with id 1, as before.
+//
+// With --stdio it is the same backend as a stdio MCP server (MCP
+// 2025-11-25, "Transports", stdio): one JSON-RPC message a line on stdin,
+// every request answered on stdout under its own id (initialize with the
+// fixed result, tools/list with echo, anything else with the fixed call
+// result), notifications unanswered; so that a benchmark of a gateway
+// serving stdio children measures the gateway, as it does over HTTP.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -24,6 +32,7 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"os"
 	"strconv"
 	"sync/atomic"
 )
@@ -38,7 +47,14 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:9101", "listener `address`")
 	sink := flag.Bool("otlp-sink", false, "be an OTLP/HTTP receiver that discards what it is sent")
 	withTools := flag.Bool("tools", false, "answer tools/list with one read-only tool, echo")
+	stdio := flag.Bool("stdio", false, "serve on stdin and stdout, as a stdio MCP server (implies --tools)")
 	flag.Parse()
+	if *stdio {
+		if err := serveStdio(os.Stdin, os.Stdout); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if *sink {
 		var exports, bytesIn atomic.Int64
 		http.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
@@ -107,4 +123,47 @@ func requestID(body []byte) json.RawMessage {
 		return json.RawMessage("1")
 	}
 	return req.ID
+}
+
+// serveStdio answers each request line of in on out until in ends.
+func serveStdio(in io.Reader, out io.Writer) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriter(out)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if a := stdioAnswer(line); a != nil {
+				w.Write(a)
+				w.WriteByte('\n')
+				if err := w.Flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// stdioAnswer is the answer to one message of a stdio client; nil for a
+// notification.
+func stdioAnswer(msg []byte) []byte {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.Method == "" {
+		return nil
+	}
+	switch m.Method {
+	case "initialize":
+		return bytes.Replace(initAnswer, []byte(`"id":1`), []byte(`"id":`+string(m.ID)), 1)
+	case "tools/list":
+		return toolsAnswer(msg)
+	}
+	return bytes.Replace(answer, []byte(`"id":1`), []byte(`"id":`+string(m.ID)), 1)
 }

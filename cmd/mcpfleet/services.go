@@ -292,9 +292,11 @@ func (s *serviceSet) front() *serviceRun {
 var errShapeChange = errors.New("a reload cannot switch between one service and services: restart instead")
 
 // reload applies a re-read configuration: each service's upstreams (and
-// max_inflight) where the service stays, new services started, removed
-// ones retired with grace; a service whose paths changed is replaced.
-// Nothing changes unless every new service starts.
+// max_inflight) where the service stays, its stdio children replaced one
+// by one where they changed (stdio_reload.go), new services started,
+// removed ones retired with grace; a service whose paths changed, or that
+// gets its first stdio upstream, is replaced. Nothing changes unless every
+// new service starts.
 func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 	if (s.router != nil) != (len(cfg.Services) > 0) {
 		return errShapeChange
@@ -321,18 +323,18 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 	}
 	next := make([]*serviceRun, 0, len(list))
 	keep := map[*serviceRun]bool{}
+	plans := map[*serviceRun]stdioPlan{}
 	for _, svc := range list {
-		if run := byName[svc.Name]; run != nil && sameShape(run.svc.Config, svc.Config) {
-			if svc.Config.Discovery.DNSName != "" || run.svc.Config.Discovery.DNSName != "" {
-				if svc.Config.Discovery.DNSName != run.svc.Config.Discovery.DNSName {
-					return abort(fmt.Errorf("service %s: discovery cannot be turned on or off by a reload; restart instead", svc.Name))
-				}
-			} else if _, err := upstream.New(upstreamSpecs(&svc.Config)); err != nil {
+		run := byName[svc.Name]
+		if run != nil && run.stdio == nil && hasStdio(&svc.Config) && s.router == nil {
+			return abort(errors.New("the service had no stdio upstream when it started, and a reload does not add the first: restart instead"))
+		}
+		if run != nil && sameShape(run.svc.Config, svc.Config) && (run.stdio != nil || !hasStdio(&svc.Config)) {
+			plan, err := run.checkReload(&svc.Config)
+			if err != nil {
 				return abort(fmt.Errorf("service %s: %w", svc.Name, err))
 			}
-			if !sameStdio(&run.svc.Config, &svc.Config) {
-				return abort(fmt.Errorf("service %s: its stdio upstreams changed, and a reload does not restart stdio children: restart instead", svc.Name))
-			}
+			plans[run] = plan
 			keep[run] = true
 			next = append(next, run)
 			continue
@@ -354,7 +356,9 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 		}
 		svc := list[i]
 		if svc.Config.Discovery.DNSName == "" {
+			run.stdio.begin(plans[run], grace)
 			change, err := run.fleet.Update(upstreamSpecs(&svc.Config))
+			run.stdio.finish(plans[run], grace)
 			if err != nil { // checked above: only a bug of ours
 				run.log.Error("reload: upstreams not applied", "error", err.Error())
 			} else if s.router == nil || len(change.Added)+len(change.Removed) > 0 {
@@ -387,6 +391,21 @@ func (s *serviceSet) reload(cfg config.Config, grace time.Duration) error {
 		run.log.Info("service added")
 	}
 	return nil
+}
+
+// checkReload checks what a reload to cfg changes of a service that stays,
+// before anything is applied: its discovery is not turned on or off, its
+// upstreams make a fleet, and its stdio children can be planned (their
+// env files read); it returns that plan.
+func (run *serviceRun) checkReload(cfg *config.Config) (stdioPlan, error) {
+	if cfg.Discovery.DNSName != "" || run.svc.Config.Discovery.DNSName != "" {
+		if cfg.Discovery.DNSName != run.svc.Config.Discovery.DNSName {
+			return stdioPlan{}, errors.New("discovery cannot be turned on or off by a reload; restart instead")
+		}
+	} else if _, err := upstream.New(upstreamSpecs(cfg)); err != nil {
+		return stdioPlan{}, err
+	}
+	return run.stdio.prepare(cfg)
 }
 
 // sameShape says whether a service's gateway can stay through a reload:

@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,12 +20,16 @@ import (
 
 // stdioFleet is a service's stdio children (upstreams[].stdio): started
 // before its fleet, each served by a bridge on a unix socket as a replica,
+// replaced one by one on a reload that changes them (stdio_reload.go),
 // stopped after its gateway.
 type stdioFleet struct {
-	socks    *stdio.Sockets
-	children []*stdio.Child
-	bridges  map[string]*stdio.Bridge // by child name
-	pools    []*stdio.Pool            // of the per_session upstreams
+	socks *stdio.Sockets
+	log   *slog.Logger
+
+	mu      sync.Mutex    // guards kids, leaving
+	kids    []*stdioKid   // by name, in the config's order
+	leaving []*stdioKid   // removed by a reload, draining
+	pools   []*stdio.Pool // of the per_session upstreams
 }
 
 // childNames returns the names of upstream u's children.
@@ -52,7 +56,7 @@ func startStdio(cfg *config.Config, log *slog.Logger) (*stdioFleet, error) {
 			if err != nil {
 				return nil, err
 			}
-			f = &stdioFleet{socks: socks, bridges: map[string]*stdio.Bridge{}}
+			f = &stdioFleet{socks: socks, log: log}
 		}
 		if err := f.start(u, cfg, log); err != nil {
 			f.close()
@@ -62,48 +66,74 @@ func startStdio(cfg *config.Config, log *slog.Logger) (*stdioFleet, error) {
 	return f, nil
 }
 
-// start starts upstream u's children, and its pool of per-session ones.
+// start starts upstream u's children.
 func (f *stdioFleet) start(u *config.Upstream, cfg *config.Config, log *slog.Logger) error {
-	s := u.Stdio.WithDefaults()
-	lo, hi, err := config.ParseBackoff(s.RestartBackoff)
+	kids, err := kidSpecs(u, cfg, log)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	childOpts := func(name string) (stdio.Options, error) {
-		env, err := stdio.Environ(name, s.Env, s.EnvFiles, os.Getenv, os.ReadFile)
-		if err != nil {
-			return stdio.Options{}, fmt.Errorf("stdio child %s: %w", name, err)
-		}
-		return stdio.Options{
-			Name: name, Argv: s.Command, Env: env, Dir: stdio.Expand(s.Dir, name),
-			MaxLineBytes: int(s.MaxLineBytes), StderrLines: s.StderrLines,
-			WriteTimeout: time.Duration(cfg.WriteTimeout), Grace: time.Duration(cfg.Grace),
-			Backoff: stdio.Backoff{Min: lo, Max: hi}, Logger: log,
-		}, nil
-	}
-	var pool *stdio.Pool
-	if s.PerSession {
-		pool = stdio.NewPool(stdio.PoolOptions{
-			Name: u.StdioName(), MaxSessions: s.MaxSessions, Warm: s.Warm,
-			IdleTimeout: time.Duration(s.IdleTimeout), MaxAge: time.Duration(cfg.SessionMaxAge),
-			Backoff: stdio.Backoff{Min: lo, Max: hi}, Child: childOpts, Logger: log,
-		})
+	if pool := startPool(u, cfg, log); pool != nil {
 		f.pools = append(f.pools, pool)
-	}
-	for _, name := range childNames(u) {
-		opts, err := childOpts(name)
-		if err != nil {
-			return usageError{err}
+		for _, k := range kids {
+			k.pool = pool
 		}
-		c := stdio.Start(opts)
-		f.children = append(f.children, c)
-		b := stdio.NewBridge(c, time.Duration(cfg.SessionMaxAge), pool)
-		f.bridges[name] = b
-		if err := f.socks.Serve(name, b); err != nil {
+	}
+	for _, k := range kids {
+		if err := f.serve(k); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// kidSpecs are what upstream u's children run with; an error for an
+// env file that cannot be read.
+func kidSpecs(u *config.Upstream, cfg *config.Config, log *slog.Logger) ([]*stdioKid, error) {
+	s := u.Stdio.WithDefaults()
+	lo, hi, err := config.ParseBackoff(s.RestartBackoff)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var kids []*stdioKid
+	for _, name := range childNames(u) {
+		opts, err := childOptions(name, &s, cfg, lo, hi, log)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		kids = append(kids, &stdioKid{idle: time.Duration(cfg.SessionMaxAge), opts: opts, perSession: perSessionOf(&s)})
+	}
+	return kids, nil
+}
+
+// childOptions are what the child called name of stdio upstream s runs
+// with; an error for an env file that cannot be read.
+func childOptions(name string, s *config.Stdio, cfg *config.Config, lo, hi time.Duration, log *slog.Logger) (stdio.Options, error) {
+	env, err := stdio.Environ(name, s.Env, s.EnvFiles, os.Getenv, os.ReadFile)
+	if err != nil {
+		return stdio.Options{}, fmt.Errorf("stdio child %s: %w", name, err)
+	}
+	return stdio.Options{
+		Name: name, Argv: s.Command, Env: env, Dir: stdio.Expand(s.Dir, name),
+		MaxLineBytes: int(s.MaxLineBytes), StderrLines: s.StderrLines,
+		WriteTimeout: time.Duration(cfg.WriteTimeout), Grace: time.Duration(cfg.Grace),
+		Backoff: stdio.Backoff{Min: lo, Max: hi}, Logger: log,
+	}, nil
+}
+
+// startPool starts the pool of per-session children of upstream u; nil
+// unless its per_session is on.
+func startPool(u *config.Upstream, cfg *config.Config, log *slog.Logger) *stdio.Pool {
+	s := u.Stdio.WithDefaults()
+	if !s.PerSession {
+		return nil
+	}
+	lo, hi, _ := config.ParseBackoff(s.RestartBackoff) // kidSpecs checked it
+	return stdio.NewPool(stdio.PoolOptions{
+		Name: u.StdioName(), MaxSessions: s.MaxSessions, Warm: s.Warm,
+		IdleTimeout: time.Duration(s.IdleTimeout), MaxAge: time.Duration(cfg.SessionMaxAge),
+		Backoff: stdio.Backoff{Min: lo, Max: hi}, Logger: log,
+		Child: func(name string) (stdio.Options, error) { return childOptions(name, &s, cfg, lo, hi, log) },
+	})
 }
 
 // dial connects to the children's bridges, and to anything else over
@@ -140,23 +170,21 @@ func (f *stdioFleet) wire(cfg *config.Config, opts *gateway.Options) error {
 // view is the fleet view of the child called name; nil for a replica
 // that is none.
 func (f *stdioFleet) view(name string, now time.Time) (*admin.Process, []string) {
-	for _, c := range f.children {
-		if c.Name() != name {
-			continue
-		}
-		i := c.Info()
-		p := &admin.Process{PID: i.PID, Restarts: i.Restarts, Sessions: i.Sessions}
-		if !i.Started.IsZero() {
-			at := i.Started.UTC()
-			p.Started, p.UptimeSeconds = &at, max(0, now.Sub(i.Started).Seconds())
-		}
-		for _, k := range f.bridges[name].SessionChildren() {
-			p.SessionChildren = append(p.SessionChildren, sessionChild(k, now))
-		}
-		p.Sessions += len(p.SessionChildren)
-		return p, i.Stderr
+	k := f.kid(name)
+	if k == nil {
+		return nil, nil
 	}
-	return nil, nil
+	i := k.roll.Child().Info()
+	p := &admin.Process{PID: i.PID, Restarts: i.Restarts, Sessions: i.Sessions}
+	if !i.Started.IsZero() {
+		at := i.Started.UTC()
+		p.Started, p.UptimeSeconds = &at, max(0, now.Sub(i.Started).Seconds())
+	}
+	for _, c := range k.roll.SessionChildren() {
+		p.SessionChildren = append(p.SessionChildren, sessionChild(c, now))
+	}
+	p.Sessions += len(p.SessionChildren)
+	return p, i.Stderr
 }
 
 // sessionChild is the fleet view of a session's own child.
@@ -188,9 +216,12 @@ func (f *stdioFleet) close() {
 	if f == nil {
 		return
 	}
+	f.mu.Lock()
+	kids := append(slices.Clone(f.kids), f.leaving...)
+	f.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, c := range f.children {
-		wg.Go(c.Close)
+	for _, k := range kids {
+		wg.Go(k.roll.Close)
 	}
 	for _, p := range f.pools {
 		wg.Go(p.Close)
@@ -227,19 +258,4 @@ func stdioFlag(cfg *config.Config, command string, processes int, urls, givenPro
 	}
 	cfg.Upstreams = []config.Upstream{{Stdio: config.Stdio{Command: argv, Processes: processes}}}
 	return nil
-}
-
-// sameStdio reports whether a and b have the same stdio upstreams, in the
-// same order: what a reload may keep running as it is.
-func sameStdio(a, b *config.Config) bool {
-	stdioOf := func(c *config.Config) []config.Upstream {
-		var ups []config.Upstream
-		for _, u := range c.Upstreams {
-			if u.IsStdio() {
-				ups = append(ups, u)
-			}
-		}
-		return ups
-	}
-	return reflect.DeepEqual(stdioOf(a), stdioOf(b))
 }

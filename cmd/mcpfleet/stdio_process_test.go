@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -257,30 +259,66 @@ func checkFleetProcess(t *testing.T, adm, name string, restarts int) {
 	}
 }
 
-func TestSameStdio(t *testing.T) {
-	parse := func(y string) config.Config {
+// TestPlanStdio: a reload replaces the children whose command,
+// environment (an env file's content too), directory or limits changed,
+// starts those of new names and removes those of names gone, by name; a
+// change of processes alone adds or removes names, and the gateway's own
+// timeouts replace nothing.
+func TestPlanStdio(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kids := func(y string) []*stdioKid {
 		t.Helper()
 		c, err := config.Parse([]byte(y))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c
-	}
-	a := parse("upstreams: [{stdio: {command: [srv, a]}}, {url: 'http://127.0.0.1:1/mcp'}]")
-	for _, tt := range []struct {
-		y    string
-		same bool
-	}{
-		{"upstreams: [{stdio: {command: [srv, a]}}, {url: 'http://127.0.0.1:2/mcp'}]", true},
-		{"upstreams: [{stdio: {command: [srv, b]}}]", false},
-		{"upstreams: [{stdio: {command: [srv, a], processes: 3}}]", false},
-		{"upstreams: [{stdio: {command: [srv, a], env: {K: v}}}]", false},
-		{"upstreams: [{url: 'http://127.0.0.1:1/mcp'}]", false},
-	} {
-		b := parse(tt.y)
-		if got := sameStdio(&a, &b); got != tt.same {
-			t.Errorf("%s: same %v, want %v", tt.y, got, tt.same)
+		var out []*stdioKid
+		for i := range c.Upstreams {
+			if c.Upstreams[i].IsStdio() {
+				ks, err := kidSpecs(&c.Upstreams[i], &c, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, ks...)
+			}
 		}
+		return out
+	}
+	names := func(ks []*stdioKid) (out []string) {
+		for _, k := range ks {
+			out = append(out, k.name())
+		}
+		return out
+	}
+	base := "upstreams: [{name: a, stdio: {command: [srv, x], env_files: {T: " + token + "}}}, {url: 'http://127.0.0.1:1/mcp'}]"
+	running := kids(base)
+	for _, tt := range []struct {
+		name, y, before      string // before: written to the env file first
+		add, replace, remove string
+	}{
+		{name: "the same", y: base},
+		{name: "an HTTP upstream changed", y: strings.Replace(base, ":1/", ":2/", 1)},
+		{name: "the gateway's grace", y: "grace: 1m\nwrite_timeout: 9s\n" + base},
+		{name: "the command", y: strings.Replace(base, "srv, x", "srv, y", 1), replace: "a-1 a-2"},
+		{name: "the env file's content", y: base, before: "two", replace: "a-1 a-2"},
+		{name: "one more process", y: strings.Replace(base, "command:", "processes: 3, command:", 1), add: "a-3"},
+		{name: "one process", y: strings.Replace(base, "command:", "processes: 1, command:", 1), remove: "a-2"},
+		{name: "another upstream", y: strings.Replace(base, "name: a,", "name: b,", 1), add: "b-1 b-2", remove: "a-1 a-2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.WriteFile(token, []byte(cmp.Or(tt.before, "one")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			p := planStdio(running, kids(tt.y))
+			got := []string{strings.Join(names(p.add), " "), strings.Join(names(p.replace), " "), strings.Join(p.remove, " ")}
+			if want := []string{tt.add, tt.replace, tt.remove}; !slices.Equal(got, want) {
+				t.Errorf("add, replace, remove = %q, want %q", got, want)
+			}
+		})
 	}
 }
 

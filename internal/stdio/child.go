@@ -104,6 +104,7 @@ type Child struct {
 	restarts int
 	lastExit string
 	stderr   *lineRing // the current or last run's
+	owed     [][]byte  // messages for the child of sessions ended under mu
 }
 
 // Start starts the child and keeps it running, restarting it with
@@ -235,7 +236,7 @@ func (c *Child) lose(p *process) {
 		s.endLocked()
 		delete(c.sessions, id)
 	}
-	c.mux, c.proc, c.init = NewMux(), nil, nil
+	c.mux, c.proc, c.init, c.owed = NewMux(), nil, nil, nil
 	c.lastExit = time.Now().UTC().Format(time.RFC3339)
 }
 
@@ -257,13 +258,15 @@ func (c *Child) read(p *process) error {
 		if err == nil && r.Msg != nil {
 			c.deliverLocked(r)
 		}
+		owed := c.takeOwedLocked()
 		c.mu.Unlock()
 		if err != nil {
 			log.Warn("stdio child wrote a line that is not a JSON-RPC message; skipped", "line", printable(line, 200))
-			continue
+		} else if r.Reply != nil {
+			owed = append(owed, r.Reply)
 		}
-		if r.Reply != nil {
-			if err := p.write(r.Reply); err != nil {
+		for _, m := range owed {
+			if err := p.write(m); err != nil {
 				p.kill()
 				return err
 			}
@@ -271,7 +274,23 @@ func (c *Child) read(p *process) error {
 	}
 }
 
+// takeOwedLocked returns the messages sessions that ended owe the child,
+// and forgets them.
+func (c *Child) takeOwedLocked() [][]byte {
+	owed := c.owed
+	c.owed = nil
+	return owed
+}
+
 func (c *Child) deliverLocked(r Route) {
+	if r.Sessions != nil {
+		for _, id := range r.Sessions {
+			if s := c.sessions[id]; s != nil {
+				s.deliverLocked(r.Msg)
+			}
+		}
+		return
+	}
 	if !r.Broadcast {
 		if s := c.sessions[r.To]; s != nil {
 			s.deliverLocked(r.Msg)

@@ -35,6 +35,7 @@ type Mux struct {
 	pending  map[int64]call     // upstream id -> the call it stands for
 	inflight map[SessionID]int  // session -> its calls pending
 	serverRq map[string]serverQ // child's request id (idKey) -> where it went
+	subs     subs               // resource subscriptions (subscribe.go)
 }
 
 // call is a client request in flight on the child.
@@ -42,6 +43,7 @@ type call struct {
 	session SessionID
 	id      json.RawMessage // the client's own id
 	token   json.RawMessage // the client's own progressToken, if it gave one
+	sub     string          // the URI of a resources/subscribe sent on; "" if none
 }
 
 // serverQ is a server-to-client request routed to a session.
@@ -55,11 +57,23 @@ type Pending struct {
 	ID      json.RawMessage // the client's own id
 }
 
+// Step is what becomes of a message a session sends.
+type Step struct {
+	// Child is the message as the child gets it; nil: it does not go on.
+	Child []byte
+	// Answer, when not nil, is the mux's own answer to the session (a
+	// resources/subscribe of a URI the child is subscribed to already).
+	Answer []byte
+}
+
 // Route says where a message from the child goes.
 type Route struct {
-	// To is the one session the message goes to, when Broadcast is false
-	// and Msg is not nil.
+	// To is the one session the message goes to, when Broadcast is false,
+	// Sessions is nil and Msg is not nil.
 	To SessionID
+	// Sessions, when not nil, are the sessions Msg goes to (those
+	// subscribed to an updated resource).
+	Sessions []SessionID
 	// Broadcast: Msg goes to every session on the child.
 	Broadcast bool
 	// Msg is the message to deliver, ids restored; nil: none.
@@ -71,7 +85,7 @@ type Route struct {
 
 // NewMux returns an empty Mux.
 func NewMux() *Mux {
-	return &Mux{pending: map[int64]call{}, inflight: map[SessionID]int{}, serverRq: map[string]serverQ{}}
+	return &Mux{pending: map[int64]call{}, inflight: map[SessionID]int{}, serverRq: map[string]serverQ{}, subs: subs{}}
 }
 
 // envelope is a JSON-RPC message, its members raw.
@@ -100,35 +114,44 @@ func (m envelope) isRequest() bool { return m["method"] != nil && hasID(m["id"])
 func hasID(id json.RawMessage) bool { return len(id) > 0 && string(id) != "null" }
 
 // FromClient takes a message session s sends to the child and returns it
-// as the child gets it; nil when it does not go on (the client's
-// notifications/initialized: the gateway sent the child its own). A
-// request is followed until its response, or until Lost or Forget.
-func (x *Mux) FromClient(s SessionID, msg []byte) ([]byte, error) {
+// as the child gets it; Child is nil when it does not go on (the client's
+// notifications/initialized: the gateway sent the child its own; a
+// subscription the child holds already, answered in Answer). A request is
+// followed until its response, or until Lost or Forget.
+func (x *Mux) FromClient(s SessionID, msg []byte) (Step, error) {
 	m, err := parseEnvelope(msg)
 	if err != nil {
-		return nil, err
+		return Step{}, err
 	}
 	switch {
 	case m.isRequest():
-		return x.request(s, m)
+		answer, uri := x.subscription(s, m)
+		if answer != nil {
+			return Step{Answer: answer}, nil
+		}
+		out, err := x.request(s, m, uri)
+		return Step{Child: out}, err
 	case m["method"] != nil:
-		return x.notification(s, m)
+		out, err := x.notification(s, m)
+		return Step{Child: out}, err
 	case hasID(m["id"]):
 		k := idKey(m["id"])
 		q, ok := x.serverRq[k]
 		if !ok || q.session != s {
-			return nil, ErrNotYours
+			return Step{}, ErrNotYours
 		}
 		delete(x.serverRq, k)
-		return msg, nil
+		return Step{Child: msg}, nil
 	}
-	return nil, errors.New("decoding message: neither request, notification nor response")
+	return Step{}, errors.New("decoding message: neither request, notification nor response")
 }
 
-func (x *Mux) request(s SessionID, m envelope) ([]byte, error) {
+// request rewrites a request's id and progressToken; sub is the URI of a
+// resources/subscribe, "" for any other request.
+func (x *Mux) request(s SessionID, m envelope, sub string) ([]byte, error) {
 	x.next++
 	up := x.next
-	c := call{session: s, id: m["id"]}
+	c := call{session: s, id: m["id"], sub: sub}
 	if p := m["params"]; len(p) > 0 && p[0] == '{' {
 		params, token, err := swapToken(p, "progressToken", json.RawMessage(strconv.FormatInt(up, 10)))
 		if err != nil {
@@ -183,7 +206,9 @@ func (x *Mux) find(s SessionID, id json.RawMessage) (int64, bool) {
 	return 0, false
 }
 
-// FromChild routes a message the child wrote.
+// FromChild routes a message the child wrote. The route's Msg and Reply
+// never share msg's memory: the caller may reuse it (the child's line
+// reader does, for its next line), while Msg waits in a session's queue.
 func (x *Mux) FromChild(msg []byte) (Route, error) {
 	m, err := parseEnvelope(msg)
 	if err != nil {
@@ -201,6 +226,9 @@ func (x *Mux) FromChild(msg []byte) (Route, error) {
 		return Route{}, nil // an answer to nobody (a forgotten session's): dropped
 	}
 	x.done(up, c)
+	if c.sub != "" && m["error"] != nil {
+		x.refused(c)
+	}
 	m["id"] = c.id
 	out, err := json.Marshal(m)
 	return Route{To: c.session, Msg: out}, err
@@ -237,7 +265,7 @@ func (x *Mux) serverRequest(m envelope, msg []byte) (Route, error) {
 		return Route{Reply: appendError(nil, id, -32603, why)}, nil
 	}
 	x.serverRq[idKey(id)] = serverQ{session: only}
-	return Route{To: only, Msg: msg}, nil
+	return Route{To: only, Msg: bytes.Clone(msg)}, nil
 }
 
 // childNotification routes a notification: progress to the call whose
@@ -265,7 +293,13 @@ func (x *Mux) childNotification(m envelope, msg []byte) (Route, error) {
 		out, err := json.Marshal(m)
 		return Route{To: c.session, Msg: out}, err
 	case strings.HasSuffix(method, "/list_changed"):
-		return Route{Broadcast: true, Msg: msg}, nil
+		return Route{Broadcast: true, Msg: bytes.Clone(msg)}, nil
+	case method == "notifications/resources/updated":
+		to := x.updated(m)
+		if len(to) == 0 {
+			return Route{}, nil // nobody subscribed (any more)
+		}
+		return Route{Sessions: to, Msg: bytes.Clone(msg)}, nil
 	case method == "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
@@ -273,16 +307,16 @@ func (x *Mux) childNotification(m envelope, msg []byte) (Route, error) {
 		_ = json.Unmarshal(m["params"], &p)
 		if q, ok := x.serverRq[idKey(p.RequestID)]; ok {
 			delete(x.serverRq, idKey(p.RequestID))
-			return Route{To: q.session, Msg: msg}, nil
+			return Route{To: q.session, Msg: bytes.Clone(msg)}, nil
 		}
 		return Route{}, nil
 	}
 	if len(x.inflight) == 1 {
 		for s := range x.inflight {
-			return Route{To: s, Msg: msg}, nil
+			return Route{To: s, Msg: bytes.Clone(msg)}, nil
 		}
 	}
-	return Route{Broadcast: true, Msg: msg}, nil
+	return Route{Broadcast: true, Msg: bytes.Clone(msg)}, nil
 }
 
 // Lost returns every call in flight and forgets them all: the child went
@@ -295,12 +329,14 @@ func (x *Mux) Lost() []Pending {
 	clear(x.pending)
 	clear(x.inflight)
 	clear(x.serverRq)
+	clear(x.subs)
 	return out
 }
 
 // Forget ends session s: its calls are no longer followed (their answers
-// are dropped), and the server requests routed to it are answered with
-// an error, returned for the child.
+// are dropped), the server requests routed to it are answered with an
+// error, and the URIs it alone was subscribed to are unsubscribed: those
+// messages are returned, for the child.
 func (x *Mux) Forget(s SessionID) [][]byte {
 	for up, c := range x.pending {
 		if c.session == s {
@@ -314,7 +350,7 @@ func (x *Mux) Forget(s SessionID) [][]byte {
 			replies = append(replies, appendError(nil, json.RawMessage(k), -32603, "the client session ended"))
 		}
 	}
-	return replies
+	return append(replies, x.unsubscribeAll(s)...)
 }
 
 // InFlight returns how many calls session s has pending on the child.

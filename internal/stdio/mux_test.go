@@ -7,6 +7,9 @@ import (
 	"testing"
 )
 
+// toChild is what a FromClient step sends the child.
+func toChild(st Step, err error) ([]byte, error) { return st.Child, err }
+
 func member(t *testing.T, msg []byte, path ...string) string {
 	t.Helper()
 	var v any
@@ -30,7 +33,7 @@ func TestMuxSameIDManySessions(t *testing.T) {
 	x := NewMux()
 	sent := map[string]SessionID{} // the child's id -> session
 	for s := SessionID(1); s <= 20; s++ {
-		out, err := x.FromClient(s, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{"s":%d}}}`, s)))
+		out, err := toChild(x.FromClient(s, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{"s":%d}}}`, s))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,8 +62,8 @@ func TestMuxSameIDManySessions(t *testing.T) {
 
 func TestMuxProgressAndCancel(t *testing.T) {
 	x := NewMux()
-	a, _ := x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"tok"}}}`))
-	b, _ := x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"tok"}}}`))
+	a, _ := toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"tok"}}}`)))
+	b, _ := toChild(x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"tok"}}}`)))
 	ta, tb := member(t, a, "params", "_meta", "progressToken"), member(t, b, "params", "_meta", "progressToken")
 	if ta == tb || ta == `"tok"` {
 		t.Fatalf("progress tokens on the child %s and %s, want two of the mux's own", ta, tb)
@@ -69,14 +72,14 @@ func TestMuxProgressAndCancel(t *testing.T) {
 	if err != nil || r.To != 2 || member(t, r.Msg, "params", "progressToken") != `"tok"` || member(t, r.Msg, "params", "progress") != "1" {
 		t.Errorf("progress for session 2's call: %+v, %v", r, err)
 	}
-	c, _ := x.FromClient(1, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x","reason":"bored"}}`))
+	c, _ := toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x","reason":"bored"}}`)))
 	if got := member(t, c, "params", "requestId"); got != member(t, a, "id") {
 		t.Errorf("cancel names %s on the child, want session 1's call %s", got, member(t, a, "id"))
 	}
-	if c, _ := x.FromClient(3, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`)); c != nil {
+	if c, _ := toChild(x.FromClient(3, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`))); c != nil {
 		t.Errorf("session 3 cancelled another's call: %s", c)
 	}
-	if c, _ := x.FromClient(1, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); c != nil {
+	if c, _ := toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))); c != nil {
 		t.Errorf("a client's initialized went on to the child: %s", c)
 	}
 }
@@ -89,18 +92,18 @@ func TestMuxServerRequests(t *testing.T) {
 	if r, _ := x.FromChild([]byte(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)); member(t, r.Reply, "result") != "{}" {
 		t.Errorf("ping: %+v", r)
 	}
-	_, _ = x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}}`))
+	_, _ = toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}}`)))
 	r, _ := x.FromChild([]byte(`{"jsonrpc":"2.0","id":9,"method":"elicitation/create","params":{}}`))
 	if r.To != 1 || r.Msg == nil || r.Reply != nil {
 		t.Fatalf("with one session's call in flight: %+v, want it sent to session 1", r)
 	}
-	if _, err := x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":9,"result":{}}`)); !errors.Is(err, ErrNotYours) {
+	if _, err := toChild(x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":9,"result":{}}`))); !errors.Is(err, ErrNotYours) {
 		t.Errorf("session 2 answered session 1's server request: %v", err)
 	}
-	if out, err := x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":9.0,"result":{"action":"accept"}}`)); err != nil || out == nil {
+	if out, err := toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":9.0,"result":{"action":"accept"}}`))); err != nil || out == nil {
 		t.Errorf("session 1's answer: %s, %v", out, err)
 	}
-	_, _ = x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}}`))
+	_, _ = toChild(x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask"}}`)))
 	if r, _ := x.FromChild([]byte(`{"jsonrpc":"2.0","id":10,"method":"roots/list"}`)); r.Msg != nil || r.Reply == nil {
 		t.Errorf("with two sessions' calls in flight: %+v, want an error to the child", r)
 	}
@@ -111,9 +114,9 @@ func TestMuxServerRequests(t *testing.T) {
 
 func TestMuxLostAndForget(t *testing.T) {
 	x := NewMux()
-	_, _ = x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`))
-	_, _ = x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"a"}}`))
-	_, _ = x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a"}}`))
+	_, _ = toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`)))
+	_, _ = toChild(x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"a"}}`)))
+	_, _ = toChild(x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a"}}`)))
 	r, _ := x.FromChild([]byte(`{"jsonrpc":"2.0","id":"s1","method":"roots/list"}`))
 	if r.Msg != nil {
 		t.Fatalf("a server request with two sessions busy went to %d", r.To)
@@ -128,7 +131,7 @@ func TestMuxLostAndForget(t *testing.T) {
 	if replies := x.Forget(2); len(replies) != 1 || member(t, replies[0], "id") != `"s2"` {
 		t.Errorf("Forget(2) answered %q, want an error for s2", replies)
 	}
-	_, _ = x.FromClient(3, []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a"}}`))
+	_, _ = toChild(x.FromClient(3, []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a"}}`)))
 	lost := x.Lost()
 	if len(lost) != 1 || lost[0].Session != 3 || string(lost[0].ID) != "5" {
 		t.Errorf("Lost = %+v, want session 3's call 5", lost)
@@ -141,7 +144,7 @@ func TestMuxLostAndForget(t *testing.T) {
 func TestMuxRefuses(t *testing.T) {
 	x := NewMux()
 	for _, in := range []string{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `nope`, `{"jsonrpc":"2.0"}`, `null`} {
-		if out, err := x.FromClient(1, []byte(in)); err == nil {
+		if out, err := toChild(x.FromClient(1, []byte(in))); err == nil {
 			t.Errorf("FromClient(%s) = %s, want an error", in, out)
 		}
 	}
@@ -159,7 +162,7 @@ func FuzzMuxFromChild(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		x := NewMux()
-		if _, err := x.FromClient(7, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"t"}}}`)); err != nil {
+		if _, err := toChild(x.FromClient(7, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"t"}}}`))); err != nil {
 			t.Fatal(err)
 		}
 		r, err := x.FromChild(line)
@@ -174,4 +177,34 @@ func FuzzMuxFromChild(f *testing.F) {
 			t.Fatalf("%d calls in flight, %d lost, after one call", in, lost)
 		}
 	})
+}
+
+// TestMuxRouteOwnsItsMessage: what FromChild routes is the mux's own
+// copy, whatever the path: the child's reader reuses its line buffer for
+// the next line while the message waits in a session's queue.
+func TestMuxRouteOwnsItsMessage(t *testing.T) {
+	x := NewMux()
+	if _, err := x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"u://a"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"u://a"}}`,
+		`{"jsonrpc":"2.0","id":"s","method":"roots/list"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	} {
+		buf := []byte(line)
+		r, err := x.FromChild(buf)
+		if err != nil || r.Msg == nil {
+			t.Fatalf("%s: %+v, %v", line, r, err)
+		}
+		want := string(r.Msg)
+		for i := range buf {
+			buf[i] = 'x' // the reader's next line
+		}
+		if string(r.Msg) != want {
+			t.Errorf("%s: the routed message changed with the reader's buffer: %s", line, r.Msg)
+		}
+	}
 }

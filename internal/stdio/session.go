@@ -60,17 +60,22 @@ func (s *Session) Send(msg []byte) error {
 		c.mu.Unlock()
 		return ErrSessionEnded
 	}
-	out, err := c.mux.FromClient(s.id, msg)
-	p := c.proc
+	step, err := c.mux.FromClient(s.id, msg)
+	if step.Answer != nil {
+		s.deliverLocked(step.Answer)
+	}
+	p, owed := c.proc, c.takeOwedLocked()
 	c.mu.Unlock()
-	if err != nil || out == nil {
-		return err
+	if err == nil && step.Child != nil {
+		owed = append(owed, step.Child)
 	}
-	if err := p.write(out); err != nil {
-		p.kill()
-		return err
+	for _, m := range owed {
+		if err := p.write(m); err != nil {
+			p.kill()
+			return err
+		}
 	}
-	return nil
+	return err
 }
 
 // Close ends the session: its calls still pending are no longer followed,
@@ -108,7 +113,9 @@ func (s *Session) deliverLocked(msg []byte) {
 	case s.out <- msg:
 	default:
 		s.c.opts.Logger.Warn("stdio session ended: its client fell behind", "child", s.c.opts.Name, "queued", maxQueued)
-		s.c.mux.Forget(s.id)
+		// What its end owes the child (errors for its server requests,
+		// unsubscribes) is written by whoever holds the child's stdin next.
+		s.c.owed = append(s.c.owed, s.c.mux.Forget(s.id)...)
 		s.endLocked()
 		delete(s.c.sessions, s.id)
 	}

@@ -95,3 +95,24 @@ func TestLineReader(t *testing.T) {
 		t.Errorf("a 200 KiB line under a 100 KiB bound: %v, want ErrLineTooLong", err)
 	}
 }
+
+// TestDrained: a replaced child stops once it holds no session, or when
+// its grace is over, whichever comes first.
+func TestDrained(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		sessions int
+		end      time.Time
+		want     bool
+	}{
+		{0, now.Add(time.Minute), true},
+		{2, now.Add(time.Minute), false},
+		{2, now, true},
+		{1, now.Add(-time.Second), true},
+		{1, time.Time{}, true}, // Close: at once
+	} {
+		if got := drained(tt.sessions, now, tt.end); got != tt.want {
+			t.Errorf("drained(%d sessions, grace ends %v) = %v, want %v", tt.sessions, tt.end.Sub(now), got, tt.want)
+		}
+	}
+}
