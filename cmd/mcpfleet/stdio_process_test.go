@@ -322,6 +322,48 @@ func TestPlanStdio(t *testing.T) {
 	}
 }
 
+// TestSamePerSession: a reload keeps a per_session upstream as it is, or
+// is refused.
+func TestSamePerSession(t *testing.T) {
+	kids := func(y string) []*stdioKid {
+		t.Helper()
+		c, err := config.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*stdioKid
+		for i := range c.Upstreams {
+			if !c.Upstreams[i].IsStdio() {
+				continue
+			}
+			ks, err := kidSpecs(&c.Upstreams[i], &c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ks...)
+		}
+		return out
+	}
+	pooled := "upstreams: [{name: a, stdio: {command: [srv]}}]"
+	base := "upstreams: [{name: a, stdio: {command: [srv], per_session: true, max_sessions: 8}}]"
+	for _, tt := range []struct {
+		name, from, to string
+		ok             bool
+	}{
+		{"the same", base, base, true},
+		{"pooled, changed", pooled, strings.Replace(pooled, "[srv]", "[srv, x]", 1), true},
+		{"max_sessions", base, strings.Replace(base, "8", "9", 1), false},
+		{"the command", base, strings.Replace(base, "[srv]", "[srv, x]", 1), false},
+		{"turned on", pooled, base, false},
+		{"turned off", base, pooled, false},
+		{"removed", base, "upstreams: [{url: 'http://127.0.0.1:1/mcp'}]", false},
+	} {
+		if err := samePerSession(kids(tt.from), kids(tt.to)); (err == nil) != tt.ok {
+			t.Errorf("%s: error %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
 // TestStdioSessionBinding: a session on a stdio child is bound to the
 // caller that opened it, as on any replica: another caller's POST, GET and
 // DELETE on its ID get 404 -32001, and its opener goes on.
