@@ -270,24 +270,7 @@ func TestPlanStdio(t *testing.T) {
 	if err := os.WriteFile(token, []byte("one"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kids := func(y string) []*stdioKid {
-		t.Helper()
-		c, err := config.Parse([]byte(y))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []*stdioKid
-		for i := range c.Upstreams {
-			if c.Upstreams[i].IsStdio() {
-				ks, err := kidSpecs(&c.Upstreams[i], &c, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, ks...)
-			}
-		}
-		return out
-	}
+	kids := func(y string) []*stdioKid { return stdioKids(t, y) }
 	names := func(ks []*stdioKid) (out []string) {
 		for _, k := range ks {
 			out = append(out, k.name())
@@ -322,28 +305,31 @@ func TestPlanStdio(t *testing.T) {
 	}
 }
 
-// TestSamePerSession: a reload keeps a per_session upstream as it is, or
-// is refused.
-func TestSamePerSession(t *testing.T) {
-	kids := func(y string) []*stdioKid {
-		t.Helper()
-		c, err := config.Parse([]byte(y))
+// stdioKids are the children of configuration y's stdio upstreams.
+func stdioKids(t *testing.T, y string) []*stdioKid {
+	t.Helper()
+	c, err := config.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*stdioKid
+	for i := range c.Upstreams {
+		if !c.Upstreams[i].IsStdio() {
+			continue
+		}
+		ks, err := kidSpecs(&c.Upstreams[i], &c, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []*stdioKid
-		for i := range c.Upstreams {
-			if !c.Upstreams[i].IsStdio() {
-				continue
-			}
-			ks, err := kidSpecs(&c.Upstreams[i], &c, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, ks...)
-		}
-		return out
+		out = append(out, ks...)
 	}
+	return out
+}
+
+// TestSamePerSession: a reload keeps a per_session upstream as it is, or
+// is refused.
+func TestSamePerSession(t *testing.T) {
+	kids := func(y string) []*stdioKid { return stdioKids(t, y) }
 	pooled := "upstreams: [{name: a, stdio: {command: [srv]}}]"
 	base := "upstreams: [{name: a, stdio: {command: [srv], per_session: true, max_sessions: 8}}]"
 	for _, tt := range []struct {
