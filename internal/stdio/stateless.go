@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/cache"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 )
 
@@ -53,11 +54,13 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		<-r.Context().Done()
 		_ = cs.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`))
 	}()
-	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, func(msg []byte) []byte { return toStateless(cs, msg) })
+	method := m.Method
+	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, func(msg []byte) []byte { return toStateless(cs, method, msg) })
 }
 
-// toStateless adds resultType to a result; a server request is refused.
-func toStateless(cs *Session, msg []byte) []byte {
+// toStateless shapes the answer to a request of method as 2026-07-28 wants
+// it; a server request is refused.
+func toStateless(cs *Session, method string, msg []byte) []byte {
 	e, err := parseEnvelope(msg)
 	if err != nil {
 		return msg
@@ -71,16 +74,38 @@ func toStateless(cs *Session, msg []byte) []byte {
 		return msg
 	}
 	var o envelope
-	if json.Unmarshal(res, &o) != nil || o["resultType"] != nil {
+	if json.Unmarshal(res, &o) != nil || !statelessResult(method, o) {
 		return msg
 	}
-	o["resultType"] = json.RawMessage(`"complete"`)
 	e["result"], _ = json.Marshal(o)
 	out, err := json.Marshal(e)
 	if err != nil {
 		return msg
 	}
 	return out
+}
+
+// statelessResult adds to result, the child's answer to a request of
+// method, the members a 2026-07-28 result has and an older one lacks, and
+// reports whether it added any: resultType, and on the results
+// that carry cache hints (SEP-2549: the lists and resources/read) ttlMs and
+// cacheScope, which are required there. An older child says nothing of how
+// long its answer stays true, so the hints say what the SDKs default to:
+// stale at once (0) and for this caller only (private).
+func statelessResult(method string, result envelope) bool {
+	added := false
+	add := func(k, v string) {
+		if result[k] == nil {
+			result[k] = json.RawMessage(v)
+			added = true
+		}
+	}
+	add("resultType", `"complete"`)
+	if cache.Hinted(method) {
+		add("ttlMs", "0")
+		add("cacheScope", `"private"`)
+	}
+	return added
 }
 
 // stripMeta removes the per-request members of params._meta that the
@@ -129,6 +154,7 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 	res := map[string]any{
 		"resultType": "complete", "supportedVersions": []string{statelessVersion, init.Version},
 		"capabilities": init.Capabilities, "serverInfo": init.ServerInfo,
+		"ttlMs": 0, "cacheScope": "private",
 	}
 	if init.Instructions != "" {
 		res["instructions"] = init.Instructions
