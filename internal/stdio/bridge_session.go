@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,15 +150,43 @@ func (b *bsession) serveCall(w http.ResponseWriter, r *http.Request, body, id []
 		writeError(w, id, sendError(err))
 		return
 	}
-	relay(w, r, ch, id, b.s.c.opts.Name, nil)
+	// As an HTTP server of the SDKs does (2025-11-25, "Sending Messages
+	// to the Server"), a request is answered on an SSE stream when the
+	// client takes one: the gateway primes it (SEP-1699), and a client
+	// that loses it mid-call can resume it.
+	relay(w, r, ch, id, b.s.c.opts.Name, acceptsSSE(r), nil)
 }
 
-// relay writes the messages of ch until the answer to id: one JSON
-// answer, or an SSE stream. A channel that closes first means the child
-// went away: the answer is the replica_lost error. fix, when not nil,
-// rewrites each message first; a nil message from it is not relayed.
-func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, fix func([]byte) []byte) {
-	streaming := false
+// acceptsSSE reports whether r's Accept names text/event-stream.
+func acceptsSSE(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+// startStream answers with an SSE stream, its header sent at once.
+func startStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// relay writes the messages of ch until the answer to id: on an SSE
+// stream when sse is set or a message comes before the answer, else as
+// one JSON answer. A channel that closes first means the child went away:
+// the answer is the replica_lost error. fix, when not nil, rewrites each
+// message first; a nil message from it is not relayed.
+func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, sse bool, fix func([]byte) []byte) {
+	streaming := sse
+	if sse {
+		startStream(w)
+	}
 	for {
 		var msg []byte
 		select {
@@ -181,9 +210,7 @@ func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, 
 			return
 		}
 		if !streaming {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-cache")
-			w.WriteHeader(http.StatusOK)
+			startStream(w)
 			streaming = true
 		}
 		writeEvent(w, msg)

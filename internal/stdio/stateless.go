@@ -55,7 +55,7 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		_ = cs.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`))
 	}()
 	method := m.Method
-	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, func(msg []byte) []byte { return toStateless(cs, method, msg) })
+	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, false, func(msg []byte) []byte { return toStateless(cs, method, msg) })
 }
 
 // toStateless shapes the answer to a request of method as 2026-07-28 wants
