@@ -154,7 +154,7 @@ func (b *bsession) serveCall(w http.ResponseWriter, r *http.Request, body, id []
 	// to the Server"), a request is answered on an SSE stream when the
 	// client takes one: the gateway primes it (SEP-1699), and a client
 	// that loses it mid-call can resume it.
-	relay(w, r, ch, id, b.s.c.opts.Name, acceptsSSE(r), nil)
+	relay(w, r, ch, id, b.s.c.opts.Name, relayOpts{sse: acceptsSSE(r)})
 }
 
 // acceptsSSE reports whether r's Accept names text/event-stream.
@@ -177,14 +177,25 @@ func startStream(w http.ResponseWriter) {
 	}
 }
 
+// relayOpts shape how relay answers.
+type relayOpts struct {
+	// sse answers on an SSE stream from the start; else only once a
+	// message comes before the answer.
+	sse bool
+	// fix, when not nil, rewrites each message first; a nil message
+	// from it is not relayed.
+	fix func([]byte) []byte
+	// status, when not nil, gives the HTTP status of an answer sent as
+	// JSON; else 200.
+	status func([]byte) int
+}
+
 // relay writes the messages of ch until the answer to id: on an SSE
-// stream when sse is set or a message comes before the answer, else as
-// one JSON answer. A channel that closes first means the child went away:
-// the answer is the replica_lost error. fix, when not nil, rewrites each
-// message first; a nil message from it is not relayed.
-func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, sse bool, fix func([]byte) []byte) {
-	streaming := sse
-	if sse {
+// stream, or as one JSON answer (o says when). A channel that closes
+// first means the child went away: the answer is the replica_lost error.
+func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, o relayOpts) {
+	streaming := o.sse
+	if o.sse {
 		startStream(w)
 	}
 	for {
@@ -198,14 +209,17 @@ func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, 
 			}
 			msg = m
 		}
-		if fix != nil {
-			if msg = fix(msg); msg == nil {
+		if o.fix != nil {
+			if msg = o.fix(msg); msg == nil {
 				continue
 			}
 		}
 		final := mcpmsg.IsResponseTo(msg, id)
 		if !streaming && final {
 			w.Header().Set("Content-Type", "application/json")
+			if o.status != nil {
+				w.WriteHeader(o.status(msg))
+			}
 			_, _ = w.Write(msg)
 			return
 		}

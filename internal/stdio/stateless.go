@@ -29,11 +29,17 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 	case m.Kind != mcpmsg.KindRequest:
 		w.WriteHeader(http.StatusAccepted) // nothing to notify without a session
 		return
-	case m.Method == "server/discover":
+	}
+	if e := checkStateless(m.Method, body, r.Header.Get(headerProtocol), []string{statelessVersion, b.childVersion()}); e != nil {
+		writeError(w, m.ID, e)
+		return
+	}
+	if m.Method == "server/discover" {
 		b.discover(w, m.ID)
 		return
-	case untranslatable[m.Method] || m.Method == "initialize":
-		writeError(w, m.ID, &mcpmsg.Error{Status: http.StatusOK, Code: -32601, Message: m.Method + " is not available: this server is a stdio server of protocol version " + b.childVersion() + ", served through mcpfleet"})
+	}
+	if untranslatable[m.Method] {
+		writeError(w, m.ID, &mcpmsg.Error{Status: http.StatusNotFound, Code: codeMethodNotFound, Message: m.Method + " is not available: this server is a stdio server of protocol version " + b.childVersion() + ", served through mcpfleet"})
 		return
 	}
 	cs, err := b.child.Open()
@@ -55,7 +61,10 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		_ = cs.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`))
 	}()
 	method := m.Method
-	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, false, func(msg []byte) []byte { return toStateless(cs, method, msg) })
+	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, relayOpts{
+		fix:    func(msg []byte) []byte { return toStateless(cs, method, msg) },
+		status: statelessStatus,
+	})
 }
 
 // toStateless shapes the answer to a request of method as 2026-07-28 wants

@@ -38,3 +38,58 @@ func TestToStatelessResults(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckStateless: the refusals a 2026-07-28 server gives before it
+// serves a request, made for a child that does not speak that version.
+func TestCheckStateless(t *testing.T) {
+	const good = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	supported := []string{"2026-07-28", "2025-11-25"}
+	for _, c := range []struct {
+		name, method, meta, header string
+		status, code               int
+		data                       string
+	}{
+		{"served", "tools/list", good, "2026-07-28", 0, 0, ""},
+		{"no header", "tools/list", good, "", 400, -32020, ""},
+		{"no _meta", "server/discover", ``, "2026-07-28", 400, -32602, ""},
+		{"no version", "tools/list", `{"io.modelcontextprotocol/clientCapabilities":{}}`, "2026-07-28", 400, -32602, ""},
+		{"header disagrees", "tools/list", good, "2026-08-01", 400, -32020, ""},
+		{"unsupported", "server/discover", `{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}`, "v999.0.0",
+			400, -32022, `{"requested":"v999.0.0","supported":["2026-07-28","2025-11-25"]}`},
+		{"no capabilities", "tools/list", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`, "2026-07-28", 400, -32602, ""},
+		{"removed", "ping", good, "2026-07-28", 404, -32601, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			params := `{}`
+			if c.meta != "" {
+				params = `{"_meta":` + c.meta + `}`
+			}
+			e := checkStateless(c.method, []byte(`{"jsonrpc":"2.0","id":1,"method":"`+c.method+`","params":`+params+`}`), c.header, supported)
+			if c.status == 0 {
+				if e != nil {
+					t.Fatalf("refused: %+v", e)
+				}
+				return
+			}
+			if e == nil || e.Status != c.status || e.Code != c.code || string(e.Data) != c.data {
+				t.Errorf("got %+v (data %s), want %d %d %s", e, e.Data, c.status, c.code, c.data)
+			}
+		})
+	}
+}
+
+// TestStatelessStatus: a child's error answer, sent as JSON, gets the
+// HTTP status 2026-07-28 gives it.
+func TestStatelessStatus(t *testing.T) {
+	for msg, want := range map[string]int{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                                        200,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"unknown method"}}`: 404,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`:            400,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"sampling"}}`:       400,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"lost"}}`:           200,
+	} {
+		if got := statelessStatus([]byte(msg)); got != want {
+			t.Errorf("%s: %d, want %d", msg, got, want)
+		}
+	}
+}
