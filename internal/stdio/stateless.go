@@ -13,20 +13,16 @@ import (
 // statelessVersion is the first version without sessions (SEP-2575).
 const statelessVersion = "2026-07-28"
 
-// untranslatable are the 2026-07-28 methods a child of an older version
-// has no counterpart of.
-var untranslatable = map[string]bool{"subscriptions/listen": true}
-
 // serveStateless serves a 2026-07-28 request on a child that speaks an
-// older version: server/discover from the child's initialize result; any
+// older version: server/discover from the child's initialize result;
+// subscriptions/listen from a session of its own (serveListen); any
 // other request on a session of its own for this request alone, its
 // per-request _meta members stripped on the way in and resultType added
 // on the way out. A server request during it cannot be carried (the
 // 2026-07-28 era asks for input in a result, not a request) and is
 // answered with an error; a dropped answer is the request's cancel.
 func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, m *mcpmsg.Message) {
-	switch {
-	case m.Kind != mcpmsg.KindRequest:
+	if m.Kind != mcpmsg.KindRequest {
 		w.WriteHeader(http.StatusAccepted) // nothing to notify without a session
 		return
 	}
@@ -38,8 +34,8 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		b.discover(w, m.ID)
 		return
 	}
-	if untranslatable[m.Method] {
-		writeError(w, m.ID, &mcpmsg.Error{Status: http.StatusNotFound, Code: codeMethodNotFound, Message: m.Method + " is not available: this server is a stdio server of protocol version " + b.childVersion() + ", served through mcpfleet"})
+	if m.Method == "subscriptions/listen" {
+		b.serveListen(w, r, body, m.ID)
 		return
 	}
 	cs, err := b.child.Open()

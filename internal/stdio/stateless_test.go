@@ -2,6 +2,7 @@ package stdio
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -91,5 +92,37 @@ func TestStatelessStatus(t *testing.T) {
 		if got := statelessStatus([]byte(msg)); got != want {
 			t.Errorf("%s: %d, want %d", msg, got, want)
 		}
+	}
+}
+
+// TestListenAgreed: a listen on an older child is agreed to what the
+// child's capabilities declare, and relays only that, tagged with its id.
+func TestListenAgreed(t *testing.T) {
+	init := []byte(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{},"resources":{"subscribe":true}}}`)
+	got := agreed(subscriptions{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourceSubscriptions: []string{"file:///a"}}, init)
+	want := subscriptions{ToolsListChanged: true, ResourceSubscriptions: []string{"file:///a"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("agreed (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct {
+		method, uri string
+		want        bool
+	}{
+		{"notifications/tools/list_changed", "", true},
+		{"notifications/prompts/list_changed", "", false},
+		{"notifications/resources/updated", "file:///a", true},
+		{"notifications/resources/updated", "file:///b", false},
+		{"notifications/message", "", false},
+	} {
+		if got.wants(c.method, c.uri) != c.want {
+			t.Errorf("wants(%s, %q) = %v", c.method, c.uri, !c.want)
+		}
+	}
+	e, _ := parseEnvelope([]byte(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"file:///a"}}`))
+	var params map[string]json.RawMessage
+	_ = json.Unmarshal(e["params"], &params)
+	out, err := tagSubscription(e, params, []byte(`7`))
+	if err != nil || !strings.Contains(string(out), `"_meta":{"io.modelcontextprotocol/subscriptionId":7}`) || !strings.Contains(string(out), `"uri":"file:///a"`) {
+		t.Errorf("tagged: %s, %v", out, err)
 	}
 }
