@@ -56,16 +56,16 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		<-r.Context().Done()
 		_ = cs.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`))
 	}()
-	method := m.Method
+	method, info := m.Method, b.serverInfo()
 	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, relayOpts{
-		fix:    func(msg []byte) []byte { return toStateless(cs, method, msg) },
+		fix:    func(msg []byte) []byte { return toStateless(cs, method, info, msg) },
 		status: statelessStatus,
 	})
 }
 
 // toStateless shapes the answer to a request of method as 2026-07-28 wants
-// it; a server request is refused.
-func toStateless(cs *Session, method string, msg []byte) []byte {
+// it, info the child's serverInfo; a server request is refused.
+func toStateless(cs *Session, method string, info json.RawMessage, msg []byte) []byte {
 	e, err := parseEnvelope(msg)
 	if err != nil {
 		return msg
@@ -79,7 +79,7 @@ func toStateless(cs *Session, method string, msg []byte) []byte {
 		return msg
 	}
 	var o envelope
-	if json.Unmarshal(res, &o) != nil || !statelessResult(method, o) {
+	if json.Unmarshal(res, &o) != nil || !statelessResult(method, info, o) {
 		return msg
 	}
 	e["result"], _ = json.Marshal(o)
@@ -92,12 +92,13 @@ func toStateless(cs *Session, method string, msg []byte) []byte {
 
 // statelessResult adds to result, the child's answer to a request of
 // method, the members a 2026-07-28 result has and an older one lacks, and
-// reports whether it added any: resultType, and on the results
-// that carry cache hints (SEP-2549: the lists and resources/read) ttlMs and
-// cacheScope, which are required there. An older child says nothing of how
-// long its answer stays true, so the hints say what the SDKs default to:
-// stale at once (0) and for this caller only (private).
-func statelessResult(method string, result envelope) bool {
+// reports whether it added any: resultType, the server's identity in
+// _meta (io.modelcontextprotocol/serverInfo: info, when known), and on the
+// results that carry cache hints (SEP-2549: the lists and resources/read)
+// ttlMs and cacheScope, which are required there. An older child says
+// nothing of how long its answer stays true, so the hints say what the
+// SDKs default to: stale at once (0) and for this caller only (private).
+func statelessResult(method string, info json.RawMessage, result envelope) bool {
 	added := false
 	add := func(k, v string) {
 		if result[k] == nil {
@@ -109,6 +110,15 @@ func statelessResult(method string, result envelope) bool {
 	if cache.Hinted(method) {
 		add("ttlMs", "0")
 		add("cacheScope", `"private"`)
+	}
+	if len(info) > 0 {
+		meta := envelope{}
+		_ = json.Unmarshal(result["_meta"], &meta)
+		if meta[metaServerInfo] == nil {
+			meta[metaServerInfo] = info
+			result["_meta"], _ = json.Marshal(meta)
+			added = true
+		}
 	}
 	return added
 }
@@ -159,7 +169,7 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 	res := map[string]any{
 		"resultType": "complete", "supportedVersions": []string{statelessVersion, init.Version},
 		"capabilities": init.Capabilities, "serverInfo": init.ServerInfo,
-		"ttlMs": 0, "cacheScope": "private",
+		"ttlMs": 0, "cacheScope": "private", "_meta": map[string]json.RawMessage{metaServerInfo: init.ServerInfo},
 	}
 	if init.Instructions != "" {
 		res["instructions"] = init.Instructions
@@ -167,6 +177,16 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 	out, _ := json.Marshal(res)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(appendResult(nil, id, string(out)))
+}
+
+// serverInfo returns the child's serverInfo from its initialize result;
+// nil before it has one.
+func (b *Bridge) serverInfo() json.RawMessage {
+	var init struct {
+		ServerInfo json.RawMessage `json:"serverInfo"`
+	}
+	_ = json.Unmarshal(b.child.Info().Initialize, &init)
+	return init.ServerInfo
 }
 
 func (b *Bridge) childVersion() string {

@@ -29,7 +29,7 @@ func TestToStatelessResults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got, want any
-			if err := json.Unmarshal(toStateless(nil, c.method, []byte(c.in)), &got); err != nil {
+			if err := json.Unmarshal(toStateless(nil, c.method, nil, []byte(c.in)), &got); err != nil {
 				t.Fatal(err)
 			}
 			_ = json.Unmarshal([]byte(c.want), &want)
@@ -37,6 +37,19 @@ func TestToStatelessResults(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestToStatelessServerInfo: a result names the child in _meta, beside
+// what the child put there.
+func TestToStatelessServerInfo(t *testing.T) {
+	got := toStateless(nil, "tools/call", json.RawMessage(`{"name":"s","version":"1"}`), []byte(`{"jsonrpc":"2.0","id":8,"result":{"content":[],"_meta":{"k":1}}}`))
+	want := `{"jsonrpc":"2.0","id":8,"result":{"content":[],"resultType":"complete","_meta":{"k":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}}`
+	var g, w any
+	_ = json.Unmarshal(got, &g)
+	_ = json.Unmarshal([]byte(want), &w)
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 

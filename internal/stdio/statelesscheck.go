@@ -21,6 +21,7 @@ const (
 const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
 )
 
 // removedMethods are the methods the 2026-07-28 era has no more (SEP-2575):
