@@ -2,9 +2,12 @@
 # Run the official MCP conformance suite (@modelcontextprotocol/conformance,
 # server mode) against
 #   (a) one go-sdk everything-server replica, directly, and
-#   (b) N everything-server replicas behind the mcpfleet gateway,
+#   (b) N everything-server replicas behind the mcpfleet gateway, and
+#   (c) N everything-server children speaking stdio, a pooled stdio fleet
+#       behind the gateway (serve --stdio),
 # for each requirement set, print the totals side by side, and exit non-zero
-# when the gateway changes the outcome.
+# when the gateway changes the outcome, or when a check fails through the
+# stdio fleet that passes over HTTP (for the sets in CONFORMANCE_STDIO_STRICT).
 #
 # See docs/CONFORMANCE.md for details. Environment knobs:
 #   MCPFLEET_CACHE               cache root (default: $HOME/.cache/mcpfleet);
@@ -20,6 +23,10 @@
 #                                requirement set (defaults: 20251125=false, others=true)
 #   CONFORMANCE_PREWARM=0        do not pre-apply the suite's tool/prompt-list mutations
 #                                to every stateless replica (see docs/CONFORMANCE.md)
+#   CONFORMANCE_STDIO=0          skip the stdio fleet runs
+#   CONFORMANCE_STDIO_STRICT     requirement sets whose stdio run must fail no check
+#                                that passes over HTTP (default: "2025-11-25"; the
+#                                others are reported, see docs/CONFORMANCE.md)
 #   CONFORMANCE_NGINX=1          also run the suite through nginx in round-robin in front
 #                                of the same number of replicas, for comparison (installs
 #                                Debian's nginx with apt-get when it is missing and we are root)
@@ -39,6 +46,8 @@ RUN_TIMEOUT="${CONFORMANCE_RUN_TIMEOUT:-600}"
 DIRECT_ONLY="${CONFORMANCE_DIRECT_ONLY:-0}"
 PREWARM="${CONFORMANCE_PREWARM:-1}"
 NGINX="${CONFORMANCE_NGINX:-0}"
+STDIO="${CONFORMANCE_STDIO:-1}"
+STDIO_STRICT="${CONFORMANCE_STDIO_STRICT:-2025-11-25}"
 READY_TIMEOUT=30 # seconds to wait for a started process to become ready
 
 log() { printf '[conformance] %s\n' "$*" >&2; }
@@ -196,6 +205,28 @@ for i, tool in enumerate(["test_trigger_tool_change", "test_trigger_prompt_chang
     text = urllib.request.urlopen(req, timeout=10).read().decode()
     if "published" not in text:
         sys.exit(f"prewarm: unexpected answer to {tool}: {text[:200]}")
+PY
+}
+
+# prewarm_stdio PORT N : the same through a gateway in round-robin over N
+# stdio children, as 2026-07-28 requests: N calls of each tool reach each
+# child once.
+prewarm_stdio() {
+	python3 - "http://127.0.0.1:$1/mcp" "$2" <<'PY'
+import json, sys, urllib.request
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}
+for tool in ["test_trigger_tool_change", "test_trigger_prompt_change"]:
+    for i in range(int(sys.argv[2])):
+        body = json.dumps({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                           "params": {"name": tool, "arguments": {}, "_meta": meta}}).encode()
+        req = urllib.request.Request(sys.argv[1], data=body, method="POST", headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool})
+        text = urllib.request.urlopen(req, timeout=10).read().decode()
+        if "published" not in text:
+            sys.exit(f"prewarm: unexpected answer to {tool}: {text[:200]}")
 PY
 }
 
@@ -393,6 +424,7 @@ run_requirements() {
 	wait_healthz "http://127.0.0.1:$gport/healthz" "$STARTED_PID" "$WORK/$rev-gateway.mcpfleet.log"
 	run_suite "$rev" gateway "http://127.0.0.1:$gport/mcp"
 	stop_started
+	run_stdio "$rev" "$stateless"
 
 	# (c) for comparison: the same replicas behind nginx, round-robin.
 	[[ "$NGINX" == 1 ]] || return 0
@@ -440,6 +472,25 @@ NGINX
 	stop_started
 }
 
+# run_stdio REV STATELESS : the suite through a pooled stdio fleet of REPLICAS
+# everything-server children (no -http flag: it speaks stdio). The children
+# are stateful servers whatever the requirement set; the gateway serves
+# 2026-07-28 on them by translation (docs/GATEWAY.md, "stdio servers").
+run_stdio() {
+	local rev=$1 stateless=$2 sport
+	[[ "$STDIO" == 1 && -n "$GATEWAY_BIN" ]] || return 0
+	sport="$(free_ports 1)"
+	start_bg "$WORK/$rev-stdio.mcpfleet.log" "$GATEWAY_BIN" serve --listen "127.0.0.1:$sport" \
+		--health-check-interval 0 --balance round-robin \
+		--stdio "'$BIN/everything-server'" --processes "$REPLICAS"
+	wait_healthz "http://127.0.0.1:$sport/readyz" "$STARTED_PID" "$WORK/$rev-stdio.mcpfleet.log"
+	if [[ "$stateless" == true && "$PREWARM" == 1 ]]; then
+		prewarm_stdio "$sport" "$REPLICAS" || die "could not prewarm the stdio children"
+	fi
+	run_suite "$rev" stdio "http://127.0.0.1:$sport/mcp"
+	stop_started
+}
+
 # find_nginx sets NGINX_BIN, installing Debian's nginx when it is missing.
 find_nginx() {
 	NGINX_BIN="$(command -v nginx || true)"
@@ -462,18 +513,22 @@ print_table() {
 	printf '\n%-12s  %-22s  %6s  %6s  %8s  %s\n' requirements target passed failed warnings scored
 	printf '%-12s  %-22s  %6s  %6s  %8s  %s\n' ------------ ---------------------- ------ ------ -------- ------
 	for rev in $REQUIREMENTS; do
-		for target in direct gateway nginx; do
+		for target in direct gateway stdio nginx; do
 			key="$rev|$target"
 			case "$target" in
 			direct) label="direct (1 replica)" ;;
 			gateway) label="gateway ($REPLICAS replicas)" ;;
+			stdio)
+				[[ "$STDIO" == 1 ]] || continue
+				label="stdio ($REPLICAS children)"
+				;;
 			nginx)
 				[[ "$NGINX" == 1 ]] || continue
 				label="nginx rr ($REPLICAS replicas)"
 				;;
 			esac
 			if [[ -z "${R_RC[$key]+set}" ]]; then
-				[[ "$target" == gateway ]] && printf '%-12s  %-22s  %6s  %6s  %8s  %s\n' "$rev" "$label" - - - skipped
+				[[ "$target" == gateway || "$target" == stdio ]] && printf '%-12s  %-22s  %6s  %6s  %8s  %s\n' "$rev" "$label" - - - skipped
 				continue
 			fi
 			case "${R_RC[$key]}" in
@@ -579,6 +634,41 @@ compare() {
 	done
 }
 
+# compare_stdio : the stdio fleet against the HTTP replicas behind the
+# gateway. For a set in STDIO_STRICT, set MISMATCH=1 when a check fails
+# through stdio that passes over HTTP, or a run has no totals; for the
+# others, report the difference.
+compare_stdio() {
+	local rev g s report rc strict
+	for rev in $REQUIREMENTS; do
+		g="$rev|gateway"
+		s="$rev|stdio"
+		[[ -n "${R_RC[$s]+set}" && -n "${R_RC[$g]+set}" ]] || continue
+		strict=0
+		if [[ " $STDIO_STRICT " == *" $rev "* ]]; then
+			strict=1
+		fi
+		rc=0
+		report="$(diff_checks "$WORK/$rev-gateway.checks.tsv" "$WORK/$rev-stdio.checks.tsv" | sed 's/GATEWAY ONLY/STDIO ONLY  /; s/gateway run/stdio run/; s/(direct -> gateway)/(HTTP -> stdio)/; s/also direct  /also over HTTP/')" || rc=$?
+		if [[ -n "${R_NOTE[$s]}" ]]; then
+			printf '\n%s: the stdio run produced no totals (%s)\n' "$rev" "${R_NOTE[$s]}"
+			rc=1
+		elif ((rc == 0)); then
+			printf '\n%s: through stdio no check fails that passes over HTTP (%s passed, %s failed vs %s passed, %s failed)\n' "$rev" \
+				"${R_PASSED[$s]}" "${R_FAILED[$s]}" "${R_PASSED[$g]}" "${R_FAILED[$g]}"
+			continue
+		else
+			printf '\n%s: checks fail through stdio that pass over HTTP (%s passed, %s failed vs %s passed, %s failed)%s\n' "$rev" \
+				"${R_PASSED[$s]}" "${R_FAILED[$s]}" "${R_PASSED[$g]}" "${R_FAILED[$g]}" \
+				"$(if ((strict == 0)); then echo '; reported, not scored (CONFORMANCE_STDIO_STRICT)'; fi)"
+		fi
+		printf '%s\n' "$report"
+		if ((strict)); then
+			MISMATCH=1
+		fi
+	done
+}
+
 # ---------------------------------------------------------------------------
 # Main.
 # ---------------------------------------------------------------------------
@@ -594,10 +684,11 @@ done
 {
 	print_table
 	compare
+	compare_stdio
 	if [[ -z "$GATEWAY_BIN" ]]; then
 		printf '\nGateway runs skipped (CONFORMANCE_DIRECT_ONLY=1 and ./cmd/mcpfleet does not build).\n'
 	elif ((MISMATCH)); then
-		printf '\nFAIL: the gateway changed the conformance outcome.\n'
+		printf '\nFAIL: the gateway changed the conformance outcome (or a strict stdio run failed a check).\n'
 	else
 		printf '\nOK: the gateway did not change the conformance outcome.\n'
 	fi

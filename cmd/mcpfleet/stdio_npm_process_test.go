@@ -92,7 +92,8 @@ func serveStdioYAML(t *testing.T, upstream string) string {
 		t.Fatal(err)
 	}
 	startProcess(t, "serve", "--config", path)
-	testproc.WaitReady(t, "http://"+gw+"/readyz")
+	// Node children take seconds each to start when the machine is busy.
+	testproc.WaitReadyWithin(t, "http://"+gw+"/readyz", 30*time.Second)
 	return gw
 }
 

@@ -49,10 +49,11 @@ func (f *fixture) Fleet(now time.Time) Fleet {
 	}
 	down.RecentErrors = append(down.RecentErrors, Failure{At: now.Add(-9 * time.Second), Outcome: "upstream_error", Method: "tools/call", Status: 502},
 		Failure{At: now.Add(-12 * time.Second), Outcome: "upstream_cut", Method: "tools/call", Status: 200})
+	started := now.Add(-150 * time.Minute) // its third run
 	child := Replica{Name: "github-stdio", URL: "http://127.0.0.1:0/mcp", State: StateUp, Health: StateUp,
 		InFlight: 1, Sessions: 3, Streams: 1, Requests: 5120 + 3*n, LatencyP50: 12.5, LatencyP99: 310,
 		Checks: checks("ok", "initialize answered"), Stderr: []string{"npm warn exec The following package was not found and will be installed", "GitHub MCP Server running on stdio"},
-		Process: &Process{PID: 4242, UptimeSeconds: 60, Sessions: 3, SessionChildren: []SessionChild{
+		Process: &Process{PID: 48213, Started: &started, UptimeSeconds: now.Sub(started).Seconds(), Restarts: 2, Sessions: 3, SessionChildren: []SessionChild{
 			{Name: "github-s-0a1b2c3d4e", PID: 4343, UptimeSeconds: 12, Stderr: []string{"session child ready"}},
 		}}}
 	for _, r := range []*Replica{&busy, &down, &child} {

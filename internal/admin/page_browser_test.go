@@ -88,8 +88,9 @@ func TestPageInChromium(t *testing.T) {
 }
 
 // checkDetails opens two replicas' details: their last checks with their
-// reasons (in runs), recent errors, tools' digest, and a standard error
-// block only for the replica that has one; Enter on a row closes it.
+// reasons (in runs), recent errors, tools' digest, and the process (pid,
+// uptime, restarts, sessions) and standard error blocks only for the
+// replica that is a child process; Enter on a row closes it.
 func checkDetails(t *testing.T, p *pageDriver) {
 	t.Helper()
 	p.do("opening replica-b", chromedp.Click(`tr.replica[data-replica="replica-b"] td.name`))
@@ -100,8 +101,8 @@ func checkDetails(t *testing.T, p *pageDriver) {
 			t.Errorf("replica-b's detail lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "stderr") {
-		t.Errorf("replica-b's detail has a stderr block, and no standard error:\n%s", got)
+	if strings.Contains(got, "stderr") || strings.Contains(got, "process") {
+		t.Errorf("replica-b's detail has a stderr or process block, and is no child process:\n%s", got)
 	}
 	if n := p.text(`document.querySelectorAll('tr.detail[data-replica="replica-b"] .checks li').length`); n != "3" {
 		t.Errorf("replica-b's detail lists %s lines of checks, want the fixture's 6 checks in 3 runs", n)
@@ -110,7 +111,8 @@ func checkDetails(t *testing.T, p *pageDriver) {
 	p.redrawn("opening github-stdio")
 	got = p.detail("github-stdio")
 	for _, want := range []string{"stderr", "GitHub MCP Server running on stdio", "sha256:9e77d2a1", "create_issue", "added",
-		"children of its sessions (1)", "github-s-0a1b2c3d4e, pid 4343", "session child ready"} {
+		"children of its sessions (1)", "github-s-0a1b2c3d4e, pid 4343", "session child ready",
+		"process", "pid\n48213", "up\n2.5 h", "restarts\n2", "sessions on it\n3"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("github-stdio's detail lacks %q:\n%s", want, got)
 		}

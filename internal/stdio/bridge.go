@@ -173,7 +173,11 @@ func (b *Bridge) servePost(w http.ResponseWriter, r *http.Request, sid string) {
 		writeError(w, nil, &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: ErrBatch.Error()})
 		return
 	}
-	if mcpmsg.EraOf(sid, r.Header.Get(headerProtocol), &m) == mcpmsg.EraStateless {
+	// A request without a session that names a version in _meta, one
+	// newer than this gateway knows included, is of the sessionless era:
+	// it is refused there with the versions that are served (SEP-2575).
+	if mcpmsg.EraOf(sid, r.Header.Get(headerProtocol), &m) == mcpmsg.EraStateless ||
+		sid == "" && m.Method != "initialize" && metaVersion(body) != "" {
 		b.serveStateless(w, r, body, &m)
 		return
 	}

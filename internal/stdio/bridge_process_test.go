@@ -2,9 +2,12 @@ package stdio
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,5 +109,42 @@ func TestBridgeEndsIdleSessions(t *testing.T) {
 	}
 	if _, open := <-old.s.Messages(); open {
 		t.Error("the idle session's child session goes on")
+	}
+}
+
+// TestBridgeAnswersOnAStream: a session's request is answered on an SSE
+// stream when the client takes one, and as JSON when it takes JSON alone.
+func TestBridgeAnswersOnAStream(t *testing.T) {
+	needBin(t)
+	srv := httptest.NewServer(NewBridge(startChild(t, "s-1", testserverArgv("s-1"), nil), 0, nil))
+	t.Cleanup(srv.Close)
+	post := func(sid, accept, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+mcpPath, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", accept)
+		if sid != "" {
+			req.Header.Set(headerSession, sid)
+			req.Header.Set(headerProtocol, "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	both := "application/json, text/event-stream"
+	sid := post("", both, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`).Header.Get(headerSession)
+	if sid == "" {
+		t.Fatal("initialize gave no session")
+	}
+	post(sid, both, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, c := range []struct{ accept, want string }{{both, "text/event-stream"}, {"application/json", "application/json"}} {
+		resp := post(sid, c.accept, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`)
+		b, _ := io.ReadAll(resp.Body)
+		if ct := resp.Header.Get("Content-Type"); ct != c.want || !strings.Contains(string(b), `"s-1"`) {
+			t.Errorf("Accept %q: %s %q, want %s and the answer", c.accept, ct, b, c.want)
+		}
 	}
 }

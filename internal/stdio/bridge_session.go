@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,15 +183,54 @@ func (b *bsession) serveCall(w http.ResponseWriter, r *http.Request, body, id []
 		writeError(w, id, sendError(err))
 		return
 	}
-	relay(w, r, ch, id, b.s.c.opts.Name, nil)
+	// As an HTTP server of the SDKs does (2025-11-25, "Sending Messages
+	// to the Server"), a request is answered on an SSE stream when the
+	// client takes one: the gateway primes it (SEP-1699), and a client
+	// that loses it mid-call can resume it.
+	relay(w, r, ch, id, b.s.c.opts.Name, relayOpts{sse: acceptsSSE(r)})
 }
 
-// relay writes the messages of ch until the answer to id: one JSON
-// answer, or an SSE stream. A channel that closes first means the child
-// went away: the answer is the replica_lost error. fix, when not nil,
-// rewrites each message first; a nil message from it is not relayed.
-func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, fix func([]byte) []byte) {
-	streaming := false
+// acceptsSSE reports whether r's Accept names text/event-stream.
+func acceptsSSE(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+// startStream answers with an SSE stream, its header sent at once.
+func startStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// relayOpts shape how relay answers.
+type relayOpts struct {
+	// sse answers on an SSE stream from the start; else only once a
+	// message comes before the answer.
+	sse bool
+	// fix, when not nil, rewrites each message first; a nil message
+	// from it is not relayed.
+	fix func([]byte) []byte
+	// status, when not nil, gives the HTTP status of an answer sent as
+	// JSON; else 200.
+	status func([]byte) int
+}
+
+// relay writes the messages of ch until the answer to id: on an SSE
+// stream, or as one JSON answer (o says when). A channel that closes
+// first means the child went away: the answer is the replica_lost error.
+func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, o relayOpts) {
+	streaming := o.sse
+	if o.sse {
+		startStream(w)
+	}
 	for {
 		var msg []byte
 		select {
@@ -202,21 +242,22 @@ func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, 
 			}
 			msg = m
 		}
-		if fix != nil {
-			if msg = fix(msg); msg == nil {
+		if o.fix != nil {
+			if msg = o.fix(msg); msg == nil {
 				continue
 			}
 		}
 		final := mcpmsg.IsResponseTo(msg, id)
 		if !streaming && final {
 			w.Header().Set("Content-Type", "application/json")
+			if o.status != nil {
+				w.WriteHeader(o.status(msg))
+			}
 			_, _ = w.Write(msg)
 			return
 		}
 		if !streaming {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-cache")
-			w.WriteHeader(http.StatusOK)
+			startStream(w)
 			streaming = true
 		}
 		writeEvent(w, msg)

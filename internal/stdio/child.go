@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -253,6 +254,9 @@ func (c *Child) read(p *process) error {
 		if len(line) == 0 {
 			continue
 		}
+		// The line is the reader's until its next call, and a message
+		// the mux passes on as it is waits in a session's queue.
+		line = bytes.Clone(line)
 		c.mu.Lock()
 		r, err := c.mux.FromChild(line)
 		if err == nil && r.Msg != nil {

@@ -332,3 +332,37 @@ func TestChildStopsReading(t *testing.T) {
 		t.Errorf("the call's answer: %v, want replica_lost for id 1", m)
 	}
 }
+
+// TestChildNotificationsKeepTheirBytes: notifications the child writes
+// back to back, passed on as they are, each reach the session whole: the
+// second line read does not overwrite the first while it waits in the
+// session's queue.
+func TestChildNotificationsKeepTheirBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	note := func(data string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + data + `"}}`
+	}
+	first, second := note("first"), note("the second, which is longer than the first")
+	script := `read l; echo '{"jsonrpc":"2.0","id":"mcpfleet-initialize","result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"sh","version":"1"}}}'; ` +
+		`read l; read l; printf '%s\n%s\n' '` + first + `' '` + second + `'; sleep 30`
+	c := startChild(t, "n", []string{"sh", "-c", script}, nil)
+	s, err := c.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"log","arguments":{}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{first, second} {
+		select {
+		case got := <-s.Messages():
+			if string(got) != want {
+				t.Errorf("the session got %s, want %s", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no notification within 5 s; want %s", want)
+		}
+	}
+}

@@ -6,33 +6,36 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/cache"
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 )
 
 // statelessVersion is the first version without sessions (SEP-2575).
 const statelessVersion = "2026-07-28"
 
-// untranslatable are the 2026-07-28 methods a child of an older version
-// has no counterpart of.
-var untranslatable = map[string]bool{"subscriptions/listen": true}
-
 // serveStateless serves a 2026-07-28 request on a child that speaks an
-// older version: server/discover from the child's initialize result; any
+// older version: server/discover from the child's initialize result;
+// subscriptions/listen from a session of its own (serveListen); any
 // other request on a session of its own for this request alone, its
 // per-request _meta members stripped on the way in and resultType added
 // on the way out. A server request during it cannot be carried (the
 // 2026-07-28 era asks for input in a result, not a request) and is
 // answered with an error; a dropped answer is the request's cancel.
 func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, m *mcpmsg.Message) {
-	switch {
-	case m.Kind != mcpmsg.KindRequest:
+	if m.Kind != mcpmsg.KindRequest {
 		w.WriteHeader(http.StatusAccepted) // nothing to notify without a session
 		return
-	case m.Method == "server/discover":
+	}
+	if e := checkStateless(m.Method, body, r.Header.Get(headerProtocol), []string{statelessVersion, b.childVersion()}); e != nil {
+		writeError(w, m.ID, e)
+		return
+	}
+	if m.Method == "server/discover" {
 		b.discover(w, m.ID)
 		return
-	case untranslatable[m.Method] || m.Method == "initialize":
-		writeError(w, m.ID, &mcpmsg.Error{Status: http.StatusOK, Code: -32601, Message: m.Method + " is not available: this server is a stdio server of protocol version " + b.childVersion() + ", served through mcpfleet"})
+	}
+	if m.Method == "subscriptions/listen" {
+		b.serveListen(w, r, body, m.ID)
 		return
 	}
 	cs, err := b.child.Open()
@@ -53,11 +56,16 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		<-r.Context().Done()
 		_ = cs.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`))
 	}()
-	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, func(msg []byte) []byte { return toStateless(cs, msg) })
+	method, info := m.Method, b.serverInfo()
+	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, relayOpts{
+		fix:    func(msg []byte) []byte { return toStateless(cs, method, info, msg) },
+		status: statelessStatus,
+	})
 }
 
-// toStateless adds resultType to a result; a server request is refused.
-func toStateless(cs *Session, msg []byte) []byte {
+// toStateless shapes the answer to a request of method as 2026-07-28 wants
+// it, info the child's serverInfo; a server request is refused.
+func toStateless(cs *Session, method string, info json.RawMessage, msg []byte) []byte {
 	e, err := parseEnvelope(msg)
 	if err != nil {
 		return msg
@@ -71,16 +79,48 @@ func toStateless(cs *Session, msg []byte) []byte {
 		return msg
 	}
 	var o envelope
-	if json.Unmarshal(res, &o) != nil || o["resultType"] != nil {
+	if json.Unmarshal(res, &o) != nil || !statelessResult(method, info, o) {
 		return msg
 	}
-	o["resultType"] = json.RawMessage(`"complete"`)
 	e["result"], _ = json.Marshal(o)
 	out, err := json.Marshal(e)
 	if err != nil {
 		return msg
 	}
 	return out
+}
+
+// statelessResult adds to result, the child's answer to a request of
+// method, the members a 2026-07-28 result has and an older one lacks, and
+// reports whether it added any: resultType, the server's identity in
+// _meta (io.modelcontextprotocol/serverInfo: info, when known), and on the
+// results that carry cache hints (SEP-2549: the lists and resources/read)
+// ttlMs and cacheScope, which are required there. An older child says
+// nothing of how long its answer stays true, so the hints say what the
+// SDKs default to: stale at once (0) and for this caller only (private).
+func statelessResult(method string, info json.RawMessage, result envelope) bool {
+	added := false
+	add := func(k, v string) {
+		if result[k] == nil {
+			result[k] = json.RawMessage(v)
+			added = true
+		}
+	}
+	add("resultType", `"complete"`)
+	if cache.Hinted(method) {
+		add("ttlMs", "0")
+		add("cacheScope", `"private"`)
+	}
+	if len(info) > 0 {
+		meta := envelope{}
+		_ = json.Unmarshal(result["_meta"], &meta)
+		if meta[metaServerInfo] == nil {
+			meta[metaServerInfo] = info
+			result["_meta"], _ = json.Marshal(meta)
+			added = true
+		}
+	}
+	return added
 }
 
 // stripMeta removes the per-request members of params._meta that the
@@ -129,6 +169,7 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 	res := map[string]any{
 		"resultType": "complete", "supportedVersions": []string{statelessVersion, init.Version},
 		"capabilities": init.Capabilities, "serverInfo": init.ServerInfo,
+		"ttlMs": 0, "cacheScope": "private", "_meta": map[string]json.RawMessage{metaServerInfo: init.ServerInfo},
 	}
 	if init.Instructions != "" {
 		res["instructions"] = init.Instructions
@@ -136,6 +177,16 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 	out, _ := json.Marshal(res)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(appendResult(nil, id, string(out)))
+}
+
+// serverInfo returns the child's serverInfo from its initialize result;
+// nil before it has one.
+func (b *Bridge) serverInfo() json.RawMessage {
+	var init struct {
+		ServerInfo json.RawMessage `json:"serverInfo"`
+	}
+	_ = json.Unmarshal(b.child.Info().Initialize, &init)
+	return init.ServerInfo
 }
 
 func (b *Bridge) childVersion() string {

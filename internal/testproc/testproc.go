@@ -82,7 +82,14 @@ func Start(t testing.TB, bin string, args ...string) {
 // WaitReady polls u until it answers 200, for up to ten seconds.
 func WaitReady(t testing.TB, u string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	WaitReadyWithin(t, u, 10*time.Second)
+}
+
+// WaitReadyWithin polls u until it answers 200, for up to limit: for a
+// fleet whose replicas take long to start (Node servers on a busy machine).
+func WaitReadyWithin(t testing.TB, u string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	var last string
 	for time.Now().Before(deadline) {
 		resp, err := http.Get(u)
@@ -97,7 +104,7 @@ func WaitReady(t testing.TB, u string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%s not ready after 10s: %s", u, last)
+	t.Fatalf("%s not ready after %v: %s", u, limit, last)
 }
 
 // lockedBuffer collects a process's output from its two pipes.
