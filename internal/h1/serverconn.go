@@ -289,8 +289,10 @@ func (c *serverConn) refuse(e *RequestError) {
 }
 
 // exchange is what one request holds on the server side, in one
-// allocation: its answer, its body, its target and its field values.
+// allocation: the request, its answer, its body, its target and its field
+// values.
 type exchange struct {
+	req    http.Request
 	w      response
 	body   requestBody
 	url    url.URL
@@ -340,7 +342,10 @@ func (c *serverConn) serveOne(x *exchange, head *RequestHead) *response {
 		body.done = true
 		c.releaseReadBuf()
 	}
-	req := base.WithContext(&x.ctx)
+	// WithContext is inlined and its copy read at once: it stays on the
+	// stack, and the request lives in the exchange.
+	x.req = *base.WithContext(&x.ctx)
+	req := &x.req
 	w := &x.w
 	*w = response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead, ctx: &x.ctx}
 	c.watch.begin(c.s.watch, c.nc, body, &x.ctx)
