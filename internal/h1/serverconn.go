@@ -347,7 +347,7 @@ func (c *serverConn) serveOne(x *exchange, head *RequestHead) *response {
 	x.req = *base.WithContext(&x.ctx)
 	req := &x.req
 	w := &x.w
-	*w = response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead, ctx: &x.ctx}
+	*w = response{c: c, req: req, body: body, length: -1, head: head.Method == http.MethodHead, ctx: &x.ctx}
 	c.watch.begin(c.s.watch, c.nc, body, &x.ctx)
 	w.completed = c.run(w, req)
 	return w
