@@ -162,18 +162,25 @@ func readFields(br *bufio.Reader, budget *int, room *fieldRoom) (http.Header, er
 			vals[sp.field] = all[sp.from:sp.to]
 		}
 	}
+	return makeHeader(keys, vals, room), nil
+}
+
+// makeHeader puts the fields' values in one slice from room and makes
+// the header over it: a field's values are a part of that slice, with no
+// room to grow into the next field's.
+func makeHeader(keys, vals []string, room *fieldRoom) http.Header {
+	n := len(keys)
 	h := make(http.Header, n)
 	values := room.values(n)
-	copy(values, vals[:n])
-	for i := range n {
-		k := keys[i]
+	copy(values, vals)
+	for i, k := range keys {
 		if prior, ok := h[k]; ok {
 			h[k] = append(prior[:len(prior):len(prior)], values[i])
 			continue
 		}
 		h[k] = values[i : i+1 : i+1]
 	}
-	return h, nil
+	return h
 }
 
 // readLine returns the next line without its CRLF (or bare LF, which RFC
