@@ -40,7 +40,7 @@ set -euo pipefail
 FEATURES=(none access-log limits-memory limits-redis toolcap-redis cache-hit-local cache-miss-local
 	cache-hit-redis cache-miss-redis idem-memory idem-redis trace-1 trace-0.01 jwt session session-binding
 	authz stdio all)
-NOT_YET_BUILT=(authz)
+NOT_YET_BUILT=()
 H1_ONLY=(cache-miss-local cache-miss-redis idem-memory idem-redis)
 
 ROUNDS=${ROUNDS:-3}
@@ -95,6 +95,24 @@ feature_yaml() {
 	trace-0.01) echo "$tel, sample_ratio: 0.01}" ;;
 	jwt) echo "$auth" ;;
 	session-binding) echo 'session_binding: identity' ;;
+	authz)
+		# docs/GATEWAY.md's rules: echo matches none of them, so every
+		# call is put to all three before the default allows it.
+		cat <<'YAML'
+authz:
+  rules:
+    - name: mutate-needs-write
+      match: 'mcp.tool == "mutate" && !("mcp:write" in caller.scopes)'
+      effect: deny
+      scopes: [mcp:write]
+    - name: restart-oncall
+      match: 'mcp.tool.startsWith("restart_") && "oncall" in caller.scopes'
+      effect: allow
+    - name: restart-others
+      match: 'mcp.tool.startsWith("restart_")'
+      effect: deny
+YAML
+		;;
 	all)
 		printf '%s\n' 'log_level: info' "${limits%\}}, tools: {echo: 100000}}" 'cache: {mode: shared, tools: [echo]}' \
 			'idempotency: redis' "$tel, sample_ratio: 0.01}" "$auth" 'session_binding: identity'

@@ -52,7 +52,7 @@ var rawAnswer = []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCon
 // rawBackend serves rawAnswer to every request on a loopback listener,
 // reading each request's head line by line and its Content-Length body,
 // without allocating per request. It returns the listener's address.
-func rawBackend(b *testing.B) string {
+func rawBackend(b testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -51,10 +51,7 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 		g.relayList(w, q, resp, rec, g.filterList(q, all))
 		return
 	}
-	h := w.Header()
-	for k, vv := range resp.Header {
-		h[k] = vv
-	}
+	h := relayHeader(w, resp.Header)
 	removeHop(h)
 	if stream {
 		h.Del("Content-Length")
@@ -76,6 +73,24 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, q *request, resp
 		return
 	}
 	g.relayStream(cw, r, q, resp, rec)
+}
+
+// headerAdopter is a ResponseWriter that can take a header map whole
+// (internal/h1's server).
+type headerAdopter interface{ AdoptHeader(http.Header) bool }
+
+// relayHeader puts the replica's fields in w's header and returns that
+// header. Where w can take the replica's map itself, it does, and from is
+// w's header from then on: an allocation less than copying it.
+func relayHeader(w http.ResponseWriter, from http.Header) http.Header {
+	if a, ok := w.(headerAdopter); ok && a.AdoptHeader(from) {
+		return from
+	}
+	h := w.Header()
+	for k, vv := range from {
+		h[k] = vv
+	}
+	return h
 }
 
 // relayJSON copies a JSON answer whose first bytes (first, and the error

@@ -245,10 +245,11 @@ const (
 var errConnGone = errors.New("h1: kept-alive connection closed by its peer")
 
 // answer is what one exchange holds on the client side, in one
-// allocation: the response and its body.
+// allocation: the response, its body and its field values.
 type answer struct {
-	resp http.Response
-	body Body
+	resp   http.Response
+	body   Body
+	fields answerFields
 }
 
 // exchange sends head (with as much of the body as fits) and body on c,
@@ -299,7 +300,8 @@ func (p *Pool) exchange(ctx context.Context, c *conn, reused, keep bool, head, b
 		}
 	}
 	var h Head
-	if err := readHeadInto(c.br, &h); err != nil {
+	room := x.fields.room()
+	if err := readHeadInto(c.br, &h, &room); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

@@ -57,17 +57,22 @@ type Head struct {
 // MaxHeadBytes or MaxFields are refused with an error wrapping
 // ErrMalformed: nothing net/http's ReadResponse refuses is accepted.
 func ReadHead(br *bufio.Reader) (*Head, error) {
-	h := &Head{}
-	if err := readHeadInto(br, h); err != nil {
+	x := &struct {
+		h Head
+		f answerFields
+	}{}
+	room := x.f.room()
+	if err := readHeadInto(br, &x.h, &room); err != nil {
 		return nil, err
 	}
-	return h, nil
+	return &x.h, nil
 }
 
-// readHeadInto is ReadHead into h, which the client keeps on its stack.
-func readHeadInto(br *bufio.Reader, h *Head) error {
+// readHeadInto is ReadHead into h, which the client keeps on its stack,
+// with the values in room (the interim answers' before the final one's).
+func readHeadInto(br *bufio.Reader, h *Head, room *fieldRoom) error {
 	for range maxInterim + 1 {
-		if err := readOne(br, h); err != nil {
+		if err := readOne(br, h, room); err != nil {
 			return err
 		}
 		if h.Status >= 200 {
@@ -80,7 +85,7 @@ func readHeadInto(br *bufio.Reader, h *Head) error {
 	return malformed("too many interim responses")
 }
 
-func readOne(br *bufio.Reader, h *Head) error {
+func readOne(br *bufio.Reader, h *Head, room *fieldRoom) error {
 	budget := MaxHeadBytes
 	line, err := readLine(br, &budget)
 	if err != nil {
@@ -92,7 +97,7 @@ func readOne(br *bufio.Reader, h *Head) error {
 		return err
 	}
 	h.Close = minor == '0'
-	if h.Header, err = readFields(br, &budget); err != nil {
+	if h.Header, err = readFields(br, &budget, room); err != nil {
 		return err
 	}
 	return h.frame(minor)
@@ -100,13 +105,15 @@ func readOne(br *bufio.Reader, h *Head) error {
 
 // readFields reads header fields up to the blank line that ends them.
 // Values share one backing array, as in net/http, so that each field costs
-// its strings and not a slice of its own.
-func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
+// its strings and not a slice of its own; that array and the bytes of the
+// values that are not common ones are taken from room where it has them.
+func readFields(br *bufio.Reader, budget *int, room *fieldRoom) (http.Header, error) {
 	// The first fields go in arrays on the stack; a head with more spills
 	// to the heap. Small arrays keep the stacks of the goroutines that hold
 	// idle streams small.
-	// Values that are not common ones are copied into raw and become one
-	// string at the end, which they share: one allocation for all of them.
+	// Values that are not common ones and find no room are copied into raw
+	// and become one string at the end, which they share: one allocation
+	// for all of them.
 	var (
 		keyArr, valArr [24]string
 		keys, vals     = keyArr[:0], valArr[:0]
@@ -140,6 +147,9 @@ func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 		}
 		s, ok := internValue(v)
 		if !ok {
+			s, ok = room.str(v)
+		}
+		if !ok {
 			spans = append(spans, valueSpan{field: n, from: len(raw), to: len(raw) + len(v)})
 			raw = append(raw, v...)
 		}
@@ -152,18 +162,25 @@ func readFields(br *bufio.Reader, budget *int) (http.Header, error) {
 			vals[sp.field] = all[sp.from:sp.to]
 		}
 	}
+	return makeHeader(keys, vals, room), nil
+}
+
+// makeHeader puts the fields' values in one slice from room and makes
+// the header over it: a field's values are a part of that slice, with no
+// room to grow into the next field's.
+func makeHeader(keys, vals []string, room *fieldRoom) http.Header {
+	n := len(keys)
 	h := make(http.Header, n)
-	values := make([]string, n)
-	copy(values, vals[:n])
-	for i := range n {
-		k := keys[i]
+	values := room.values(n)
+	copy(values, vals)
+	for i, k := range keys {
 		if prior, ok := h[k]; ok {
 			h[k] = append(prior[:len(prior):len(prior)], values[i])
 			continue
 		}
 		h[k] = values[i : i+1 : i+1]
 	}
-	return h, nil
+	return h
 }
 
 // readLine returns the next line without its CRLF (or bare LF, which RFC

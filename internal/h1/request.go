@@ -51,16 +51,20 @@ type RequestHead struct {
 // repeated Host in HTTP/1.1, and versions other than HTTP/1.0 and 1.1. An
 // error that is not a *RequestError is the connection's (EOF, a timeout).
 func ReadRequestHead(br *bufio.Reader, maxBytes int) (*RequestHead, error) {
-	h := &RequestHead{}
-	if err := readRequestHeadInto(br, maxBytes, h); err != nil {
+	x := &struct {
+		h RequestHead
+		f requestFields
+	}{}
+	room := x.f.room()
+	if err := readRequestHeadInto(br, maxBytes, &x.h, &room); err != nil {
 		return nil, err
 	}
-	return h, nil
+	return &x.h, nil
 }
 
 // readRequestHeadInto is ReadRequestHead into h, which the server keeps on its
-// stack.
-func readRequestHeadInto(br *bufio.Reader, maxBytes int, h *RequestHead) error {
+// stack, with the values in room.
+func readRequestHeadInto(br *bufio.Reader, maxBytes int, h *RequestHead, room *fieldRoom) error {
 	budget := maxBytes
 	// RFC 9112 section 2.2 says a server SHOULD ignore an empty line before
 	// a request; net/http does not, and neither does this, so that the two
@@ -72,7 +76,7 @@ func readRequestHeadInto(br *bufio.Reader, maxBytes int, h *RequestHead) error {
 	if err := h.parseRequestLine(line); err != nil {
 		return err
 	}
-	if h.Header, err = readFields(br, &budget); err != nil {
+	if h.Header, err = readFields(br, &budget, room); err != nil {
 		return requestErr(err)
 	}
 	return h.frame()

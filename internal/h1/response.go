@@ -52,7 +52,27 @@ func putBuf(b *[]byte) {
 	bufs.Put(b)
 }
 
-func (w *response) Header() http.Header { return w.header }
+// Header returns the response's header, made when first asked for.
+func (w *response) Header() http.Header {
+	if w.header == nil {
+		w.header = make(http.Header, 8)
+	}
+	return w.header
+}
+
+// AdoptHeader makes h the response's header and reports whether it did,
+// which it does only if nobody has asked for the header yet (Header): a
+// proxy relaying a replica's answer hands over the answer's header map
+// instead of copying it into a new one. h is the response's from then on,
+// and it is changed through Header only. It is for a caller that knows
+// the ResponseWriter is this package's (an interface it declares).
+func (w *response) AdoptHeader(h http.Header) bool {
+	if w.header != nil || w.committed || h == nil {
+		return false
+	}
+	w.header = h
+	return true
+}
 
 func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {

@@ -104,7 +104,9 @@ func (c *serverConn) loop() {
 			return
 		}
 		var head RequestHead
-		if err := readRequestHeadInto(c.br, maxHead, &head); err != nil {
+		x := &exchange{}
+		room := x.fields.room()
+		if err := readRequestHeadInto(c.br, maxHead, &head, &room); err != nil {
 			var re *RequestError
 			if errors.As(err, &re) {
 				c.refuse(re)
@@ -114,7 +116,7 @@ func (c *serverConn) loop() {
 		if c.deadline.Load() && !c.restBuffered(&head) {
 			c.setReadDeadline(time.Time{})
 		}
-		w := c.serveOne(&head)
+		w := c.serveOne(x, &head)
 		if w.detach.Load() != 0 && w.detach.Add(-1) != 0 {
 			detached = true // the rest is the detached response's
 			return
@@ -287,17 +289,20 @@ func (c *serverConn) refuse(e *RequestError) {
 }
 
 // exchange is what one request holds on the server side, in one
-// allocation: its answer, its body and its target.
+// allocation: the request, its answer, its body, its target and its field
+// values.
 type exchange struct {
-	w    response
-	body requestBody
-	url  url.URL
-	ctx  reqCtx
+	req    http.Request
+	w      response
+	body   requestBody
+	url    url.URL
+	ctx    reqCtx
+	fields requestFields
 }
 
-// serveOne runs the handler for one request; after then ends it.
-func (c *serverConn) serveOne(head *RequestHead) *response {
-	x := &exchange{}
+// serveOne runs the handler for the request of x, whose head is read;
+// after then ends it.
+func (c *serverConn) serveOne(x *exchange, head *RequestHead) *response {
 	if !parseTarget(head.Target, &x.url) {
 		c.refuse(&RequestError{Status: http.StatusBadRequest, Reason: "bad request target"})
 		x.w = response{c: c, refused: true}
@@ -337,9 +342,12 @@ func (c *serverConn) serveOne(head *RequestHead) *response {
 		body.done = true
 		c.releaseReadBuf()
 	}
-	req := base.WithContext(&x.ctx)
+	// WithContext is inlined and its copy read at once: it stays on the
+	// stack, and the request lives in the exchange.
+	x.req = *base.WithContext(&x.ctx)
+	req := &x.req
 	w := &x.w
-	*w = response{c: c, req: req, body: body, header: make(http.Header, 8), length: -1, head: head.Method == http.MethodHead, ctx: &x.ctx}
+	*w = response{c: c, req: req, body: body, length: -1, head: head.Method == http.MethodHead, ctx: &x.ctx}
 	c.watch.begin(c.s.watch, c.nc, body, &x.ctx)
 	w.completed = c.run(w, req)
 	return w
