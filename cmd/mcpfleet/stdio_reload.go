@@ -58,17 +58,6 @@ func (f *stdioFleet) serve(k *stdioKid) error {
 	return nil
 }
 
-// children returns the current child of every replica of the fleet.
-func (f *stdioFleet) children() []*stdio.Child {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]*stdio.Child, 0, len(f.kids))
-	for _, k := range f.kids {
-		out = append(out, k.roll.Child())
-	}
-	return out
-}
-
 // sameRun reports whether a child of a would run as one of b: the same
 // command, environment (env files read again), directory, line bound,
 // stderr ring and backoff. The gateway's write_timeout and grace are not
