@@ -45,6 +45,8 @@ type Bridge struct {
 	// pool, when not nil, gives each session a child of its own
 	// (per_session); the bridge's child then serves 2026-07-28 requests.
 	pool *Pool
+	// tools are the Mcp-Param-* bindings of the child's tools.
+	tools toolHeaders
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*bsession

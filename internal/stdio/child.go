@@ -99,6 +99,7 @@ type Child struct {
 	mux      *Mux
 	proc     *process
 	gen      int // incarnation: a session belongs to one
+	changed  int // tools list_changed notifications of this incarnation
 	init     json.RawMessage
 	sessions map[SessionID]*Session
 	nextSID  SessionID
@@ -199,6 +200,7 @@ func (c *Child) run(ctx context.Context) (*process, time.Duration, error) {
 	c.mu.Lock()
 	c.proc, c.init = p, result
 	c.gen++
+	c.changed = 0
 	c.mu.Unlock()
 	read := make(chan error, 1)
 	go func() { read <- c.read(p) }()
@@ -262,6 +264,9 @@ func (c *Child) read(p *process) error {
 		if err == nil && r.Msg != nil {
 			c.deliverLocked(r)
 		}
+		if r.ToolsChanged {
+			c.changed++
+		}
 		owed := c.takeOwedLocked()
 		c.mu.Unlock()
 		if err != nil {
@@ -304,6 +309,14 @@ func (c *Child) deliverLocked(r Route) {
 	for _, s := range c.sessions {
 		s.deliverLocked(r.Msg)
 	}
+}
+
+// toolsRevision names the child's tool list as it is now: its run, and
+// the tools list_changed notifications of that run.
+func (c *Child) toolsRevision() toolsRev {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return toolsRev{gen: c.gen, changed: c.changed}
 }
 
 // printable is at most n bytes of b for a log line.

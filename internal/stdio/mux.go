@@ -81,6 +81,8 @@ type Route struct {
 	// Reply, when not nil, is written back to the child: the mux's own
 	// answer to a server request no session can take.
 	Reply []byte
+	// ToolsChanged: Msg is the child's notifications/tools/list_changed.
+	ToolsChanged bool
 }
 
 // NewMux returns an empty Mux.
@@ -293,7 +295,7 @@ func (x *Mux) childNotification(m envelope, msg []byte) (Route, error) {
 		out, err := json.Marshal(m)
 		return Route{To: c.session, Msg: out}, err
 	case strings.HasSuffix(method, "/list_changed"):
-		return Route{Broadcast: true, Msg: bytes.Clone(msg)}, nil
+		return Route{Broadcast: true, Msg: bytes.Clone(msg), ToolsChanged: method == "notifications/tools/list_changed"}, nil
 	case method == "notifications/resources/updated":
 		to := x.updated(m)
 		if len(to) == 0 {

@@ -14,7 +14,9 @@ import (
 const statelessVersion = "2026-07-28"
 
 // serveStateless serves a 2026-07-28 request on a child that speaks an
-// older version: server/discover from the child's initialize result;
+// older version, once checked as the era's servers check it
+// (checkStateless, and for a tools/call its Mcp-Param-* headers:
+// checkParams): server/discover from the child's initialize result;
 // subscriptions/listen from a session of its own (serveListen); any
 // other request on a session of its own for this request alone, its
 // per-request _meta members stripped on the way in and resultType added
@@ -29,6 +31,12 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 	if e := checkStateless(m.Method, body, r.Header.Get(headerProtocol), []string{statelessVersion, b.childVersion()}); e != nil {
 		writeError(w, m.ID, e)
 		return
+	}
+	if m.Method == "tools/call" {
+		if e := b.checkParams(r, body, m.Name); e != nil {
+			writeError(w, m.ID, e)
+			return
+		}
 	}
 	if m.Method == "server/discover" {
 		b.discover(w, m.ID)
@@ -64,7 +72,9 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 }
 
 // toStateless shapes the answer to a request of method as 2026-07-28 wants
-// it, info the child's serverInfo; a server request is refused.
+// it, info the child's serverInfo; a server request is refused, and a
+// notification the child sends every session (a list change, a resource
+// update) is dropped.
 func toStateless(cs *Session, method string, info json.RawMessage, msg []byte) []byte {
 	e, err := parseEnvelope(msg)
 	if err != nil {
@@ -73,6 +83,9 @@ func toStateless(cs *Session, method string, info json.RawMessage, msg []byte) [
 	if e.isRequest() {
 		_ = cs.Send(appendError(nil, e["id"], -32601, "the client speaks "+statelessVersion+", which has no server-to-client requests"))
 		return nil
+	}
+	if m := e.method(); strings.HasSuffix(m, "/list_changed") || m == "notifications/resources/updated" {
+		return nil // the era sends these on a subscriptions/listen stream alone (SEP-2575)
 	}
 	res := e["result"]
 	if len(res) == 0 || res[0] != '{' {
@@ -124,8 +137,12 @@ func statelessResult(method string, info json.RawMessage, result envelope) bool 
 }
 
 // stripMeta removes the per-request members of params._meta that the
-// 2026-07-28 era adds (io.modelcontextprotocol/...: version, client
-// capabilities and info), which an older child does not know.
+// 2026-07-28 era adds (io.modelcontextprotocol/...: version, client info),
+// which an older child does not know, but the client's capabilities: the
+// child's session was initialized with the gateway's, and a server that
+// reads this request's own (the Go SDK's ClientCapabilities does, in any
+// version) then refuses a call that needs one the client did not declare
+// (-32021, SEP-2575), where it would rely on the gateway's.
 func stripMeta(body []byte) ([]byte, error) {
 	e, err := parseEnvelope(body)
 	if err != nil || len(e["params"]) == 0 {
@@ -140,7 +157,7 @@ func stripMeta(body []byte) ([]byte, error) {
 		return body, nil
 	}
 	for k := range meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") && k != metaClientCapabilities {
 			delete(meta, k)
 		}
 	}

@@ -40,6 +40,17 @@ func TestToStatelessResults(t *testing.T) {
 	}
 }
 
+// TestToStatelessDropsBroadcasts: a list change or resource update the
+// child sends every session does not reach a 2026-07-28 request's answer;
+// that era has them on subscriptions/listen alone.
+func TestToStatelessDropsBroadcasts(t *testing.T) {
+	for _, m := range []string{"notifications/tools/list_changed", "notifications/resources/updated"} {
+		if got := toStateless(nil, "tools/call", nil, []byte(`{"jsonrpc":"2.0","method":"`+m+`","params":{}}`)); got != nil {
+			t.Errorf("%s reached the answer: %s", m, got)
+		}
+	}
+}
+
 // TestToStatelessServerInfo: a result names the child in _meta, beside
 // what the child put there.
 func TestToStatelessServerInfo(t *testing.T) {
