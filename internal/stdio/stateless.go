@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -62,6 +63,31 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		status: statelessStatus,
 	})
 }
+
+// envelope is a JSON-RPC message, its members raw: for the translations
+// between eras, which rebuild a message's members (the mux rewrites in
+// place, frame.go).
+type envelope map[string]json.RawMessage
+
+func parseEnvelope(msg []byte) (envelope, error) {
+	msg = bytes.TrimSpace(msg)
+	if len(msg) > 0 && msg[0] == '[' {
+		return nil, ErrBatch
+	}
+	var m envelope
+	if err := json.Unmarshal(msg, &m); err != nil || m == nil {
+		return nil, errNotObject
+	}
+	return m, nil
+}
+
+func (m envelope) method() string {
+	var s string
+	_ = json.Unmarshal(m["method"], &s)
+	return s
+}
+
+func (m envelope) isRequest() bool { return m["method"] != nil && hasID(m["id"]) }
 
 // toStateless shapes the answer to a request of method as 2026-07-28 wants
 // it, info the child's serverInfo; a server request is refused.
