@@ -188,7 +188,8 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 		ServerInfo   json.RawMessage `json:"serverInfo"`
 		Instructions string          `json:"instructions,omitempty"`
 	}
-	if json.Unmarshal(b.child.Info().Initialize, &init) != nil || init.Version == "" {
+	result, _ := b.child.initialized()
+	if json.Unmarshal(result, &init) != nil || init.Version == "" {
 		writeError(w, id, &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: ErrNotReady.Error(), RetryAfter: time.Second})
 		return
 	}
@@ -208,17 +209,11 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 // serverInfo returns the child's serverInfo from its initialize result;
 // nil before it has one.
 func (b *Bridge) serverInfo() json.RawMessage {
-	var init struct {
-		ServerInfo json.RawMessage `json:"serverInfo"`
-	}
-	_ = json.Unmarshal(b.child.Info().Initialize, &init)
-	return init.ServerInfo
+	_, facts := b.child.initialized()
+	return facts.ServerInfo
 }
 
 func (b *Bridge) childVersion() string {
-	var init struct {
-		Version string `json:"protocolVersion"`
-	}
-	_ = json.Unmarshal(b.child.Info().Initialize, &init)
-	return init.Version
+	_, facts := b.child.initialized()
+	return facts.Version
 }
