@@ -138,8 +138,10 @@ func statelessResult(method string, info json.RawMessage, result envelope) bool 
 		add("cacheScope", `"private"`)
 	}
 	if len(info) > 0 {
-		meta := envelope{}
-		_ = json.Unmarshal(result["_meta"], &meta)
+		var meta envelope
+		if json.Unmarshal(result["_meta"], &meta) != nil || meta == nil {
+			meta = envelope{} // none, or not an object (null decodes to a nil map)
+		}
 		if meta[metaServerInfo] == nil {
 			meta[metaServerInfo] = info
 			result["_meta"], _ = json.Marshal(meta)
