@@ -18,7 +18,7 @@ import (
 type frame struct {
 	b []byte // the message, without the whitespace around it
 	// Where the members are in b; the zero span when absent.
-	id, method, params, error span
+	id, method, params, result, error span
 }
 
 // span is where a value is in a message, [start, end); the zero span
@@ -44,6 +44,8 @@ func parseFrame(msg []byte) (frame, error) {
 			f.method = span{s, e}
 		case "params":
 			f.params = span{s, e}
+		case "result":
+			f.result = span{s, e}
 		case "error":
 			f.error = span{s, e}
 		}
@@ -112,7 +114,7 @@ func memberOf(b []byte, in span, key string) (span, error) {
 		return nil
 	})
 	if err != nil {
-		return span{}, fmt.Errorf("decoding %s's object: %w", key, err)
+		return span{}, fmt.Errorf("decoding the object holding %s: %w", key, err)
 	}
 	return at, nil
 }

@@ -107,6 +107,8 @@ func TestStatelessStatus(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`:            400,
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"sampling"}}`:       400,
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"lost"}}`:           200,
+		`{"jsonrpc":"2.0","id":1,"error":null}`:                                       200,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":"-32601","message":"a string"}}`:     200,
 	} {
 		if got := statelessStatus([]byte(msg)); got != want {
 			t.Errorf("%s: %d, want %d", msg, got, want)
