@@ -218,8 +218,12 @@ func (x *Mux) done(up int64, c call) {
 // several are, nobody can say whose it is, and the child gets an error.
 // A ping the mux answers itself.
 func (x *Mux) serverRequest(f *frame, msg []byte) (Route, error) {
-	id := f.rawID()
-	if f.methodName() == "ping" {
+	return x.routeServerRequest(f.rawID(), f.methodName(), msg)
+}
+
+// routeServerRequest routes server request msg of id and method.
+func (x *Mux) routeServerRequest(id []byte, method string, msg []byte) (Route, error) {
+	if method == "ping" {
 		return Route{Reply: appendResult(nil, id, "{}")}, nil
 	}
 	var only SessionID
@@ -277,12 +281,18 @@ func (x *Mux) childNotification(f *frame, msg []byte) (Route, error) {
 		}
 		return Route{}, nil
 	}
+	return x.otherNotification(msg), nil
+}
+
+// otherNotification routes a notification of no call or subscription: to
+// the one session with a call in flight, or to every session.
+func (x *Mux) otherNotification(msg []byte) Route {
 	if len(x.inflight) == 1 {
 		for s := range x.inflight {
-			return Route{To: s, Msg: bytes.Clone(msg)}, nil
+			return Route{To: s, Msg: bytes.Clone(msg)}
 		}
 	}
-	return Route{Broadcast: true, Msg: bytes.Clone(msg)}, nil
+	return Route{Broadcast: true, Msg: bytes.Clone(msg)}
 }
 
 // Lost returns every call in flight and forgets them all: the child went

@@ -126,31 +126,8 @@ func (x refMux) FromChild(msg []byte) (Route, error) {
 	return Route{To: c.session, Msg: out}, err
 }
 
-// serverRequest routes a server-to-client request (sampling, elicitation,
-// roots; MCP 2025-11-25, "Client Features"): to the one session with a
-// call in flight, which is the call the request serves; when none or
-// several are, nobody can say whose it is, and the child gets an error.
-// A ping the mux answers itself.
 func (x refMux) serverRequest(m envelope, msg []byte) (Route, error) {
-	id := m["id"]
-	if m.method() == "ping" {
-		return Route{Reply: appendResult(nil, id, "{}")}, nil
-	}
-	var only SessionID
-	n := 0
-	for s := range x.inflight {
-		only = s
-		n++
-	}
-	if n != 1 {
-		why := "no client session has a call in flight on this server"
-		if n > 1 {
-			why = fmt.Sprintf("%d client sessions have calls in flight on this server, and the gateway cannot tell whose request this is", n)
-		}
-		return Route{Reply: appendError(nil, id, -32603, why)}, nil
-	}
-	x.serverRq[idKey(id)] = serverQ{session: only}
-	return Route{To: only, Msg: bytes.Clone(msg)}, nil
+	return x.routeServerRequest(m["id"], m.method(), msg)
 }
 
 // childNotification routes a notification: progress to the call whose
@@ -196,12 +173,7 @@ func (x refMux) childNotification(m envelope, msg []byte) (Route, error) {
 		}
 		return Route{}, nil
 	}
-	if len(x.inflight) == 1 {
-		for s := range x.inflight {
-			return Route{To: s, Msg: bytes.Clone(msg)}, nil
-		}
-	}
-	return Route{Broadcast: true, Msg: bytes.Clone(msg)}, nil
+	return x.otherNotification(msg), nil
 }
 
 // refSwapToken replaces params._meta[key] by v, if present; it returns the
