@@ -2,7 +2,6 @@ package stdio
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -108,24 +107,22 @@ func (b *bsession) settle() {
 }
 
 func (b *bsession) route(msg []byte) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Token json.RawMessage `json:"progressToken"`
-		} `json:"params"`
-	}
-	_ = json.Unmarshal(msg, &m)
+	// What the session gets the mux has read already (or the gateway
+	// wrote): it scans as a frame, and the few members read here are
+	// found in place.
+	f, _ := parseFrame(msg)
+	method := f.methodName()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var ch chan []byte
 	switch {
-	case m.Method == "" && hasID(m.ID):
-		if ch = b.calls[idKey(m.ID)]; ch == nil {
+	case method == "" && hasID(f.rawID()):
+		if ch = b.calls[idKey(f.rawID())]; ch == nil {
 			return // the answer of a call whose client left
 		}
-	case m.Method == "notifications/progress":
-		ch = b.tokens[idKey(m.Params.Token)]
+	case method == "notifications/progress":
+		token, _ := f.param("progressToken")
+		ch = b.tokens[idKey(f.raw(token))]
 	}
 	if ch == nil {
 		ch = b.stream
@@ -145,7 +142,7 @@ func (b *bsession) route(msg []byte) {
 		// A waiter 64 messages behind loses a notification; an answer
 		// takes the place of the oldest one, for a call's answer must
 		// never be lost (only this goroutine sends, under b.mu).
-		if m.Method == "" {
+		if method == "" {
 			select {
 			case <-ch:
 			default:
@@ -326,15 +323,13 @@ func (b *bsession) serveStream(w http.ResponseWriter, r *http.Request) {
 // progressTokenOf returns a request's params._meta.progressToken (idKey),
 // "" if none.
 func progressTokenOf(body []byte) string {
-	var m struct {
-		Params struct {
-			Meta struct {
-				Token json.RawMessage `json:"progressToken"`
-			} `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &m) != nil || len(m.Params.Meta.Token) == 0 {
+	f, err := parseFrame(body)
+	if err != nil {
 		return ""
 	}
-	return idKey(m.Params.Meta.Token)
+	token, err := f.progressToken()
+	if err != nil || !token.present() {
+		return ""
+	}
+	return idKey(f.raw(token))
 }

@@ -1,7 +1,6 @@
 package stdio
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,6 +100,7 @@ type Child struct {
 	gen      int // incarnation: a session belongs to one
 	changed  int // tools list_changed notifications of this incarnation
 	init     json.RawMessage
+	initOf   initFacts // read from init once
 	sessions map[SessionID]*Session
 	nextSID  SessionID
 	restarts int
@@ -197,8 +197,9 @@ func (c *Child) run(ctx context.Context) (*process, time.Duration, error) {
 		p.stop(o.Grace)
 		return p, time.Since(p.started), err
 	}
+	facts := readInitFacts(result)
 	c.mu.Lock()
-	c.proc, c.init = p, result
+	c.proc, c.init, c.initOf = p, result, facts
 	c.gen++
 	c.changed = 0
 	c.mu.Unlock()
@@ -239,8 +240,30 @@ func (c *Child) lose(p *process) {
 		s.endLocked()
 		delete(c.sessions, id)
 	}
-	c.mux, c.proc, c.init, c.owed = NewMux(), nil, nil, nil
+	c.mux, c.proc, c.init, c.initOf, c.owed = NewMux(), nil, nil, initFacts{}, nil
 	c.lastExit = time.Now().UTC().Format(time.RFC3339)
+}
+
+// initFacts are what a 2026-07-28 request needs of the child's
+// initialize result, read once per run rather than once per request.
+type initFacts struct {
+	Version    string          `json:"protocolVersion"`
+	ServerInfo json.RawMessage `json:"serverInfo"`
+}
+
+func readInitFacts(result json.RawMessage) initFacts {
+	var f initFacts
+	_ = json.Unmarshal(result, &f)
+	return f
+}
+
+// initialized returns the child's initialize result and what was read
+// of it; nil and none while it is not running and initialized. Unlike
+// Info it copies nothing (Info copies the stderr lines).
+func (c *Child) initialized() (json.RawMessage, initFacts) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.init, c.initOf
 }
 
 // read routes the child's stdout until it ends; a line that is not JSON
@@ -256,9 +279,9 @@ func (c *Child) read(p *process) error {
 		if len(line) == 0 {
 			continue
 		}
-		// The line is the reader's until its next call, and a message
-		// the mux passes on as it is waits in a session's queue.
-		line = bytes.Clone(line)
+		// The line is the reader's until its next call: what the mux
+		// routes is a copy of its own (FromChild), and the line is not
+		// kept past this turn.
 		c.mu.Lock()
 		r, err := c.mux.FromChild(line)
 		if err == nil && r.Msg != nil {

@@ -30,17 +30,18 @@ func (l *lineReader) next() ([]byte, error) {
 	l.buf = l.buf[:0]
 	for {
 		chunk, err := l.r.ReadSlice('\n')
+		if err == nil && len(l.buf) == 0 && len(chunk) <= l.max+1 {
+			// The whole line is in the reader's buffer: it is returned
+			// from there, valid until the next read, as l.buf would be.
+			return trimCR(chunk[:len(chunk)-1]), nil
+		}
 		if len(l.buf)+len(chunk) > l.max+1 { // the line and its newline
 			return nil, fmt.Errorf("%w: over %d bytes", ErrLineTooLong, l.max)
 		}
 		l.buf = append(l.buf, chunk...)
 		switch {
 		case err == nil:
-			line := l.buf[:len(l.buf)-1]
-			if n := len(line); n > 0 && line[n-1] == '\r' {
-				line = line[:n-1]
-			}
-			return line, nil
+			return trimCR(l.buf[:len(l.buf)-1]), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF) && len(l.buf) > 0:
@@ -52,4 +53,12 @@ func (l *lineReader) next() ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// trimCR returns line without a CR at its end.
+func trimCR(line []byte) []byte {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		return line[:n-1]
+	}
+	return line
 }

@@ -95,7 +95,7 @@ func (b *Bridge) serveListen(w http.ResponseWriter, r *http.Request, body, id []
 		return
 	}
 	defer cs.Close()
-	ok := agreed(*p.Params.Notifications, b.child.Info().Initialize)
+	ok := agreed(*p.Params.Notifications, cs.Initialize())
 	for i, uri := range ok.ResourceSubscriptions {
 		req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "listen-" + strconv.Itoa(i), "method": "resources/subscribe", "params": map[string]string{"uri": uri}})
 		if err := cs.Send(req); err != nil {

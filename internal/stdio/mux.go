@@ -90,29 +90,6 @@ func NewMux() *Mux {
 	return &Mux{pending: map[int64]call{}, inflight: map[SessionID]int{}, serverRq: map[string]serverQ{}, subs: subs{}}
 }
 
-// envelope is a JSON-RPC message, its members raw.
-type envelope map[string]json.RawMessage
-
-func parseEnvelope(msg []byte) (envelope, error) {
-	msg = bytes.TrimSpace(msg)
-	if len(msg) > 0 && msg[0] == '[' {
-		return nil, ErrBatch
-	}
-	var m envelope
-	if err := json.Unmarshal(msg, &m); err != nil || m == nil {
-		return nil, fmt.Errorf("decoding message: not a JSON-RPC object")
-	}
-	return m, nil
-}
-
-func (m envelope) method() string {
-	var s string
-	_ = json.Unmarshal(m["method"], &s)
-	return s
-}
-
-func (m envelope) isRequest() bool { return m["method"] != nil && hasID(m["id"]) }
-
 func hasID(id json.RawMessage) bool { return len(id) > 0 && string(id) != "null" }
 
 // FromClient takes a message session s sends to the child and returns it
@@ -121,23 +98,23 @@ func hasID(id json.RawMessage) bool { return len(id) > 0 && string(id) != "null"
 // subscription the child holds already, answered in Answer). A request is
 // followed until its response, or until Lost or Forget.
 func (x *Mux) FromClient(s SessionID, msg []byte) (Step, error) {
-	m, err := parseEnvelope(msg)
+	f, err := parseFrame(msg)
 	if err != nil {
 		return Step{}, err
 	}
 	switch {
-	case m.isRequest():
-		answer, uri := x.subscription(s, m)
-		if answer != nil {
-			return Step{Answer: answer}, nil
+	case f.isRequest():
+		answer, uri, err := x.subscription(s, &f)
+		if answer != nil || err != nil {
+			return Step{Answer: answer}, err
 		}
-		out, err := x.request(s, m, uri)
+		out, err := x.request(s, &f, uri)
 		return Step{Child: out}, err
-	case m["method"] != nil:
-		out, err := x.notification(s, m)
+	case f.method.present():
+		out, err := x.notification(s, &f)
 		return Step{Child: out}, err
-	case hasID(m["id"]):
-		k := idKey(m["id"])
+	case hasID(f.rawID()):
+		k := idKey(f.rawID())
 		q, ok := x.serverRq[k]
 		if !ok || q.session != s {
 			return Step{}, ErrNotYours
@@ -148,53 +125,49 @@ func (x *Mux) FromClient(s SessionID, msg []byte) (Step, error) {
 	return Step{}, errors.New("decoding message: neither request, notification nor response")
 }
 
-// request rewrites a request's id and progressToken; sub is the URI of a
-// resources/subscribe, "" for any other request.
-func (x *Mux) request(s SessionID, m envelope, sub string) ([]byte, error) {
-	x.next++
-	up := x.next
-	c := call{session: s, id: m["id"], sub: sub}
-	if p := m["params"]; len(p) > 0 && p[0] == '{' {
-		params, token, err := swapToken(p, "progressToken", json.RawMessage(strconv.FormatInt(up, 10)))
-		if err != nil {
-			return nil, err
-		}
-		m["params"], c.token = params, token
-	}
-	m["id"] = json.RawMessage(strconv.FormatInt(up, 10))
-	out, err := json.Marshal(m)
+// request rewrites a request's id and progressToken in place; sub is the
+// URI of a resources/subscribe, "" for any other request.
+func (x *Mux) request(s SessionID, f *frame, sub string) ([]byte, error) {
+	token, err := f.progressToken()
 	if err != nil {
 		return nil, err
 	}
+	x.next++
+	up := x.next
+	var num [20]byte
+	upID := strconv.AppendInt(num[:0], up, 10)
+	// The client's id and token, kept in one allocation of their own:
+	// the message is the caller's.
+	id, tok := f.rawID(), f.raw(token)
+	keep := append(append(make([]byte, 0, len(id)+len(tok)), id...), tok...)
+	c := call{session: s, id: keep[:len(id):len(id)], sub: sub}
+	if token.present() {
+		c.token = keep[len(id):]
+	}
+	out := splice(f.b, edit{f.id, upID}, edit{token, upID})
 	x.pending[up] = c
 	x.inflight[s]++
 	return out, nil
 }
 
-func (x *Mux) notification(s SessionID, m envelope) ([]byte, error) {
-	switch m.method() {
+func (x *Mux) notification(s SessionID, f *frame) ([]byte, error) {
+	switch f.methodName() {
 	case "notifications/initialized":
 		return nil, nil
 	case "notifications/cancelled":
 		// Its requestId is the client's; the child knows the request by
 		// the mux's id. A cancel of no call of this session goes nowhere.
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		if err := json.Unmarshal(m["params"], &p); err != nil {
-			return nil, nil
-		}
-		up, ok := x.find(s, p.RequestID)
-		if !ok {
-			return nil, nil
-		}
-		params, _, err := swapMember(m["params"], "requestId", json.RawMessage(strconv.FormatInt(up, 10)))
+		at, err := f.param("requestId")
 		if err != nil {
 			return nil, err
 		}
-		m["params"] = params
+		up, ok := x.find(s, f.raw(at))
+		if !ok {
+			return nil, nil
+		}
+		return splice(f.b, edit{at, strconv.AppendInt(nil, up, 10)}, edit{}), nil
 	}
-	return json.Marshal(m)
+	return f.b, nil
 }
 
 // find returns the mux's id of session s's call id.
@@ -212,28 +185,26 @@ func (x *Mux) find(s SessionID, id json.RawMessage) (int64, bool) {
 // never share msg's memory: the caller may reuse it (the child's line
 // reader does, for its next line), while Msg waits in a session's queue.
 func (x *Mux) FromChild(msg []byte) (Route, error) {
-	m, err := parseEnvelope(msg)
+	f, err := parseFrame(msg)
 	if err != nil {
 		return Route{}, err
 	}
 	switch {
-	case m.isRequest():
-		return x.serverRequest(m, msg)
-	case m["method"] != nil:
-		return x.childNotification(m, msg)
+	case f.isRequest():
+		return x.serverRequest(&f, msg)
+	case f.method.present():
+		return x.childNotification(&f, msg)
 	}
-	up, err := strconv.ParseInt(string(m["id"]), 10, 64)
+	up, err := strconv.ParseInt(string(f.rawID()), 10, 64)
 	c, ok := x.pending[up]
 	if err != nil || !ok {
 		return Route{}, nil // an answer to nobody (a forgotten session's): dropped
 	}
 	x.done(up, c)
-	if c.sub != "" && m["error"] != nil {
+	if c.sub != "" && f.error.present() {
 		x.refused(c)
 	}
-	m["id"] = c.id
-	out, err := json.Marshal(m)
-	return Route{To: c.session, Msg: out}, err
+	return Route{To: c.session, Msg: splice(f.b, edit{f.id, c.id}, edit{})}, nil
 }
 
 func (x *Mux) done(up int64, c call) {
@@ -248,9 +219,13 @@ func (x *Mux) done(up int64, c call) {
 // call in flight, which is the call the request serves; when none or
 // several are, nobody can say whose it is, and the child gets an error.
 // A ping the mux answers itself.
-func (x *Mux) serverRequest(m envelope, msg []byte) (Route, error) {
-	id := m["id"]
-	if m.method() == "ping" {
+func (x *Mux) serverRequest(f *frame, msg []byte) (Route, error) {
+	return x.routeServerRequest(f.rawID(), f.methodName(), msg)
+}
+
+// routeServerRequest routes server request msg of id and method.
+func (x *Mux) routeServerRequest(id []byte, method string, msg []byte) (Route, error) {
+	if method == "ping" {
 		return Route{Reply: appendResult(nil, id, "{}")}, nil
 	}
 	var only SessionID
@@ -274,51 +249,52 @@ func (x *Mux) serverRequest(m envelope, msg []byte) (Route, error) {
 // token it names (restored), list_changed to every session, the
 // cancellation of a server request to its session, anything else to the
 // one session with a call in flight, or to every session.
-func (x *Mux) childNotification(m envelope, msg []byte) (Route, error) {
-	method := m.method()
+func (x *Mux) childNotification(f *frame, msg []byte) (Route, error) {
+	method := f.methodName()
 	switch {
 	case method == "notifications/progress":
-		var p struct {
-			Token json.RawMessage `json:"progressToken"`
+		at, err := f.param("progressToken")
+		if err != nil {
+			return Route{}, err
 		}
-		_ = json.Unmarshal(m["params"], &p)
-		up, err := strconv.ParseInt(string(p.Token), 10, 64)
+		up, err := strconv.ParseInt(string(f.raw(at)), 10, 64)
 		c, ok := x.pending[up]
 		if err != nil || !ok || c.token == nil {
 			return Route{}, nil
 		}
-		params, _, err := swapMember(m["params"], "progressToken", c.token)
-		if err != nil {
-			return Route{}, err
-		}
-		m["params"] = params
-		out, err := json.Marshal(m)
-		return Route{To: c.session, Msg: out}, err
+		return Route{To: c.session, Msg: splice(f.b, edit{at, c.token}, edit{})}, nil
 	case strings.HasSuffix(method, "/list_changed"):
 		return Route{Broadcast: true, Msg: bytes.Clone(msg), ToolsChanged: method == "notifications/tools/list_changed"}, nil
 	case method == "notifications/resources/updated":
-		to := x.updated(m)
-		if len(to) == 0 {
-			return Route{}, nil // nobody subscribed (any more)
+		to, err := x.updated(f)
+		if len(to) == 0 || err != nil {
+			return Route{}, err // nobody subscribed (any more)
 		}
 		return Route{Sessions: to, Msg: bytes.Clone(msg)}, nil
 	case method == "notifications/cancelled":
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
+		at, err := f.param("requestId")
+		if err != nil {
+			return Route{}, err
 		}
-		_ = json.Unmarshal(m["params"], &p)
-		if q, ok := x.serverRq[idKey(p.RequestID)]; ok {
-			delete(x.serverRq, idKey(p.RequestID))
+		k := idKey(f.raw(at))
+		if q, ok := x.serverRq[k]; ok {
+			delete(x.serverRq, k)
 			return Route{To: q.session, Msg: bytes.Clone(msg)}, nil
 		}
 		return Route{}, nil
 	}
+	return x.otherNotification(msg), nil
+}
+
+// otherNotification routes a notification of no call or subscription: to
+// the one session with a call in flight, or to every session.
+func (x *Mux) otherNotification(msg []byte) Route {
 	if len(x.inflight) == 1 {
 		for s := range x.inflight {
-			return Route{To: s, Msg: bytes.Clone(msg)}, nil
+			return Route{To: s, Msg: bytes.Clone(msg)}
 		}
 	}
-	return Route{Broadcast: true, Msg: bytes.Clone(msg)}, nil
+	return Route{Broadcast: true, Msg: bytes.Clone(msg)}
 }
 
 // Lost returns every call in flight and forgets them all: the child went
@@ -357,41 +333,6 @@ func (x *Mux) Forget(s SessionID) [][]byte {
 
 // InFlight returns how many calls session s has pending on the child.
 func (x *Mux) InFlight(s SessionID) int { return x.inflight[s] }
-
-// swapToken replaces params._meta[key] by v, if present; it returns the
-// new params and the old value.
-func swapToken(params json.RawMessage, key string, v json.RawMessage) (json.RawMessage, json.RawMessage, error) {
-	var p envelope
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, nil, fmt.Errorf("decoding params: %w", err)
-	}
-	meta := p["_meta"]
-	if len(meta) == 0 || meta[0] != '{' {
-		return params, nil, nil
-	}
-	newMeta, old, err := swapMember(meta, key, v)
-	if err != nil || old == nil {
-		return params, nil, err
-	}
-	p["_meta"] = newMeta
-	out, err := json.Marshal(p)
-	return out, old, err
-}
-
-// swapMember replaces obj[key] by v, if present.
-func swapMember(obj json.RawMessage, key string, v json.RawMessage) (json.RawMessage, json.RawMessage, error) {
-	var o envelope
-	if err := json.Unmarshal(obj, &o); err != nil {
-		return nil, nil, fmt.Errorf("decoding %s: %w", key, err)
-	}
-	old, ok := o[key]
-	if !ok {
-		return obj, nil, nil
-	}
-	o[key] = v
-	out, err := json.Marshal(o)
-	return out, old, err
-}
 
 // idKey is a JSON-RPC id in one spelling: a number by its value (a peer
 // may write 1.0 back as 1), a string as its JSON.

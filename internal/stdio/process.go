@@ -28,7 +28,8 @@ type process struct {
 	stderr  *lineRing
 
 	writeTimeout time.Duration
-	wmu          sync.Mutex // guards writes to stdin
+	wmu          sync.Mutex // guards writes to stdin and line
+	line         []byte     // the line being written
 
 	exited  chan struct{} // closed once Wait has returned
 	waitErr error         // Wait's result; read after exited is closed
@@ -113,6 +114,9 @@ func trimEOL(b []byte) []byte {
 	return b
 }
 
+// maxKeptLine bounds the write buffer a child keeps between messages.
+const maxKeptLine = 64 << 10
+
 // write sends msg as one line, within the write timeout: a child that
 // stops reading holds its caller no longer.
 func (p *process) write(msg []byte) error {
@@ -121,9 +125,14 @@ func (p *process) write(msg []byte) error {
 	if p.writeTimeout > 0 {
 		_ = p.stdin.SetWriteDeadline(time.Now().Add(p.writeTimeout))
 	}
-	line := make([]byte, 0, len(msg)+1)
-	line = append(append(line, msg...), '\n')
-	if _, err := p.stdin.Write(line); err != nil {
+	// One write of the line and its newline, from a buffer kept for
+	// the next message unless it grew past a common one.
+	p.line = append(append(p.line[:0], msg...), '\n')
+	_, err := p.stdin.Write(p.line)
+	if cap(p.line) > maxKeptLine {
+		p.line = nil
+	}
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrWrite, err)
 	}
 	return nil

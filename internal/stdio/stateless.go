@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -71,69 +72,160 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 	})
 }
 
+// envelope is a JSON-RPC message, its members raw: for the translations
+// between eras, which rebuild a message's members (the mux rewrites in
+// place, frame.go).
+type envelope map[string]json.RawMessage
+
+func parseEnvelope(msg []byte) (envelope, error) {
+	msg = bytes.TrimSpace(msg)
+	if len(msg) > 0 && msg[0] == '[' {
+		return nil, ErrBatch
+	}
+	var m envelope
+	if err := json.Unmarshal(msg, &m); err != nil || m == nil {
+		return nil, errNotObject
+	}
+	return m, nil
+}
+
+func (m envelope) method() string {
+	var s string
+	_ = json.Unmarshal(m["method"], &s)
+	return s
+}
+
+func (m envelope) isRequest() bool { return m["method"] != nil && hasID(m["id"]) }
+
 // toStateless shapes the answer to a request of method as 2026-07-28 wants
 // it, info the child's serverInfo; a server request is refused, and a
 // notification the child sends every session (a list change, a resource
 // update) is dropped.
 func toStateless(cs *Session, method string, info json.RawMessage, msg []byte) []byte {
-	e, err := parseEnvelope(msg)
+	f, err := parseFrame(msg)
 	if err != nil {
 		return msg
 	}
-	if e.isRequest() {
-		_ = cs.Send(appendError(nil, e["id"], -32601, "the client speaks "+statelessVersion+", which has no server-to-client requests"))
+	if f.isRequest() {
+		_ = cs.Send(appendError(nil, f.rawID(), -32601, "the client speaks "+statelessVersion+", which has no server-to-client requests"))
 		return nil
 	}
-	if m := e.method(); strings.HasSuffix(m, "/list_changed") || m == "notifications/resources/updated" {
+	if m := f.methodName(); strings.HasSuffix(m, "/list_changed") || m == "notifications/resources/updated" {
 		return nil // the era sends these on a subscriptions/listen stream alone (SEP-2575)
 	}
-	res := e["result"]
-	if len(res) == 0 || res[0] != '{' {
+	if !f.result.present() || f.b[f.result.start] != '{' {
 		return msg
 	}
-	var o envelope
-	if json.Unmarshal(res, &o) != nil || !statelessResult(method, info, o) {
-		return msg
+	if out := statelessResult(f.b, f.result, method, info); out != nil {
+		return out
 	}
-	e["result"], _ = json.Marshal(o)
-	out, err := json.Marshal(e)
-	if err != nil {
-		return msg
-	}
-	return out
+	return msg
 }
 
-// statelessResult adds to result, the child's answer to a request of
-// method, the members a 2026-07-28 result has and an older one lacks, and
-// reports whether it added any: resultType, the server's identity in
-// _meta (io.modelcontextprotocol/serverInfo: info, when known), and on the
-// results that carry cache hints (SEP-2549: the lists and resources/read)
-// ttlMs and cacheScope, which are required there. An older child says
-// nothing of how long its answer stays true, so the hints say what the
-// SDKs default to: stale at once (0) and for this caller only (private).
-func statelessResult(method string, info json.RawMessage, result envelope) bool {
-	added := false
-	add := func(k, v string) {
-		if result[k] == nil {
-			result[k] = json.RawMessage(v)
-			added = true
+// statelessResult returns msg with the members a 2026-07-28 result has and
+// an older one lacks added to its result, the child's answer to a request
+// of method, at res; nil when it lacks none. They are: resultType, the
+// server's identity in _meta (io.modelcontextprotocol/serverInfo: info,
+// when known), and on the results that carry cache hints (SEP-2549: the
+// lists and resources/read) ttlMs and cacheScope, which are required
+// there. An older child says nothing of how long its answer stays true,
+// so the hints say what the SDKs default to: stale at once (0) and for
+// this caller only (private). The rest of msg goes on as it came.
+func statelessResult(msg []byte, res span, method string, info json.RawMessage) []byte {
+	var has struct {
+		resultType, ttl, scope bool
+		meta                   span
+		members                int
+	}
+	err := mcpmsg.Members(msg[res.start:res.end], func(k []byte, s, e int) error {
+		has.members++
+		switch string(k) {
+		case "resultType":
+			has.resultType = true
+		case "ttlMs":
+			has.ttl = true
+		case "cacheScope":
+			has.scope = true
+		case "_meta":
+			has.meta = span{res.start + s, res.start + e}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil
+	}
+	var add []byte
+	member := func(kv ...string) {
+		if len(add) > 0 {
+			add = append(add, ',')
+		}
+		for _, s := range kv {
+			add = append(add, s...)
 		}
 	}
-	add("resultType", `"complete"`)
-	if cache.Hinted(method) {
-		add("ttlMs", "0")
-		add("cacheScope", `"private"`)
+	if !has.resultType {
+		member(`"resultType":"complete"`)
 	}
+	if cache.Hinted(method) && !has.ttl {
+		member(`"ttlMs":0`)
+	}
+	if cache.Hinted(method) && !has.scope {
+		member(`"cacheScope":"private"`)
+	}
+	var metaEdit edit
 	if len(info) > 0 {
-		meta := envelope{}
-		_ = json.Unmarshal(result["_meta"], &meta)
-		if meta[metaServerInfo] == nil {
-			meta[metaServerInfo] = info
-			result["_meta"], _ = json.Marshal(meta)
-			added = true
+		named := `"` + metaServerInfo + `":` + string(info)
+		switch {
+		case !has.meta.present():
+			member(`"_meta":{`, named, `}`)
+		case msg[has.meta.start] != '{': // null, or not an object: none
+			metaEdit = edit{has.meta, []byte("{" + named + "}")}
+		default:
+			var ok bool
+			if metaEdit, ok = addMember(msg, has.meta, metaServerInfo, named); !ok {
+				return nil
+			}
 		}
 	}
-	return added
+	if len(add) == 0 && !metaEdit.at.present() {
+		return nil
+	}
+	var addEdit edit
+	if len(add) > 0 {
+		if has.members > 0 {
+			add = append(add, ',')
+		}
+		addEdit = edit{span{res.start + 1, res.start + 1}, add}
+	}
+	return splice(msg, addEdit, metaEdit)
+}
+
+// addMember returns the edit that adds member, "key":value, to the
+// object at obj in msg when it has no member key; none when it has. It
+// is not ok when the object names a member twice.
+func addMember(msg []byte, obj span, key, member string) (edit, bool) {
+	n, found := 0, false
+	err := mcpmsg.Members(msg[obj.start:obj.end], func(k []byte, _, _ int) error {
+		n++
+		found = found || string(k) == key
+		return nil
+	})
+	if err != nil || found {
+		return edit{}, err == nil
+	}
+	if n > 0 {
+		member += ","
+	}
+	return edit{span{obj.start + 1, obj.start + 1}, []byte(member)}, true
+}
+
+// eraMetaPrefix begins the names of the per-request members of
+// params._meta that the 2026-07-28 era adds (SEP-2575).
+const eraMetaPrefix = "io.modelcontextprotocol/"
+
+// eraMember reports a member of params._meta that stripMeta removes.
+func eraMember(k []byte) bool {
+	return strings.HasPrefix(string(k), eraMetaPrefix) && string(k) != metaClientCapabilities
 }
 
 // stripMeta removes the per-request members of params._meta that the
@@ -142,32 +234,70 @@ func statelessResult(method string, info json.RawMessage, result envelope) bool 
 // child's session was initialized with the gateway's, and a server that
 // reads this request's own (the Go SDK's ClientCapabilities does, in any
 // version) then refuses a call that needs one the client did not declare
-// (-32021, SEP-2575), where it would rely on the gateway's.
+// (-32021, SEP-2575), where it would rely on the gateway's. _meta goes
+// when nothing else is in it (or nothing was); a body without them goes
+// on as it came.
 func stripMeta(body []byte) ([]byte, error) {
-	e, err := parseEnvelope(body)
-	if err != nil || len(e["params"]) == 0 {
+	f, err := parseFrame(body)
+	if err != nil {
 		return body, err
 	}
-	var p envelope
-	if json.Unmarshal(e["params"], &p) != nil || len(p["_meta"]) == 0 {
-		return body, nil
+	meta, err := f.param("_meta")
+	if err != nil || !meta.present() || f.b[meta.start] != '{' {
+		return body, err
 	}
-	var meta envelope
-	if json.Unmarshal(p["_meta"], &meta) != nil {
-		return body, nil
+	strip, members := false, 0
+	err = mcpmsg.Members(f.raw(meta), func(k []byte, _, _ int) error {
+		strip = strip || eraMember(k)
+		members++
+		return nil
+	})
+	if err != nil || !strip && members > 0 {
+		return body, err
 	}
-	for k := range meta {
-		if strings.HasPrefix(k, "io.modelcontextprotocol/") && k != metaClientCapabilities {
-			delete(meta, k)
+	return splice(f.b, edit{f.params, paramsWithoutEraMeta(f.raw(f.params))}, edit{}), nil
+}
+
+// paramsWithoutEraMeta returns params, an object whose members were read
+// once already, without the era's _meta members; its other members as
+// they came, their names spelt as encoding/json spells them.
+func paramsWithoutEraMeta(params []byte) []byte {
+	out := append(make([]byte, 0, len(params)), '{')
+	_ = mcpmsg.Members(params, func(k []byte, s, e int) error {
+		v := params[s:e]
+		if string(k) == "_meta" {
+			if v = keptMeta(v); v == nil {
+				return nil
+			}
 		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(mcpmsg.AppendString(out, string(k)), ':')
+		out = append(out, v...)
+		return nil
+	})
+	return append(out, '}')
+}
+
+// keptMeta returns the members of meta that are not the era's, as an
+// object; nil when none is left.
+func keptMeta(meta []byte) []byte {
+	out := []byte{'{'}
+	_ = mcpmsg.Members(meta, func(k []byte, s, e int) error {
+		if !eraMember(k) {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(mcpmsg.AppendString(out, string(k)), ':')
+			out = append(out, meta[s:e]...)
+		}
+		return nil
+	})
+	if len(out) == 1 {
+		return nil
 	}
-	if len(meta) == 0 {
-		delete(p, "_meta")
-	} else {
-		p["_meta"], _ = json.Marshal(meta)
-	}
-	e["params"], _ = json.Marshal(p)
-	return json.Marshal(e)
+	return append(out, '}')
 }
 
 // discover answers server/discover (SEP-2575) from the child's initialize
@@ -179,7 +309,8 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 		ServerInfo   json.RawMessage `json:"serverInfo"`
 		Instructions string          `json:"instructions,omitempty"`
 	}
-	if json.Unmarshal(b.child.Info().Initialize, &init) != nil || init.Version == "" {
+	result, _ := b.child.initialized()
+	if json.Unmarshal(result, &init) != nil || init.Version == "" {
 		writeError(w, id, &mcpmsg.Error{Status: http.StatusServiceUnavailable, Code: mcpmsg.CodeInternalError, Message: ErrNotReady.Error(), RetryAfter: time.Second})
 		return
 	}
@@ -199,17 +330,11 @@ func (b *Bridge) discover(w http.ResponseWriter, id []byte) {
 // serverInfo returns the child's serverInfo from its initialize result;
 // nil before it has one.
 func (b *Bridge) serverInfo() json.RawMessage {
-	var init struct {
-		ServerInfo json.RawMessage `json:"serverInfo"`
-	}
-	_ = json.Unmarshal(b.child.Info().Initialize, &init)
-	return init.ServerInfo
+	_, facts := b.child.initialized()
+	return facts.ServerInfo
 }
 
 func (b *Bridge) childVersion() string {
-	var init struct {
-		Version string `json:"protocolVersion"`
-	}
-	_ = json.Unmarshal(b.child.Info().Initialize, &init)
-	return init.Version
+	_, facts := b.child.initialized()
+	return facts.Version
 }

@@ -54,13 +54,19 @@ func TestToStatelessDropsBroadcasts(t *testing.T) {
 // TestToStatelessServerInfo: a result names the child in _meta, beside
 // what the child put there.
 func TestToStatelessServerInfo(t *testing.T) {
-	got := toStateless(nil, "tools/call", json.RawMessage(`{"name":"s","version":"1"}`), []byte(`{"jsonrpc":"2.0","id":8,"result":{"content":[],"_meta":{"k":1}}}`))
-	want := `{"jsonrpc":"2.0","id":8,"result":{"content":[],"resultType":"complete","_meta":{"k":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}}`
-	var g, w any
-	_ = json.Unmarshal(got, &g)
-	_ = json.Unmarshal([]byte(want), &w)
-	if diff := cmp.Diff(w, g); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+	for meta, want := range map[string]string{
+		`{"k":1}`: `{"k":1,"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}`,
+		// A child's null _meta is none: it once cost the answer (a nil map).
+		`null`: `{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}`,
+	} {
+		got := toStateless(nil, "tools/call", json.RawMessage(`{"name":"s","version":"1"}`), []byte(`{"jsonrpc":"2.0","id":8,"result":{"content":[],"_meta":`+meta+`}}`))
+		want := `{"jsonrpc":"2.0","id":8,"result":{"content":[],"resultType":"complete","_meta":` + want + `}}`
+		var g, w any
+		_ = json.Unmarshal(got, &g)
+		_ = json.Unmarshal([]byte(want), &w)
+		if diff := cmp.Diff(w, g); diff != "" {
+			t.Errorf("_meta %s (-want +got):\n%s", meta, diff)
+		}
 	}
 }
 
@@ -112,6 +118,8 @@ func TestStatelessStatus(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}`:            400,
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"sampling"}}`:       400,
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"lost"}}`:           200,
+		`{"jsonrpc":"2.0","id":1,"error":null}`:                                       200,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":"-32601","message":"a string"}}`:     200,
 	} {
 		if got := statelessStatus([]byte(msg)); got != want {
 			t.Errorf("%s: %d, want %d", msg, got, want)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 )
@@ -41,7 +42,7 @@ var removedMethods = map[string]bool{
 // of an older version, served by translation, cannot make them.
 func checkStateless(method string, body []byte, header string, supported []string) *mcpmsg.Error {
 	meta := metaOf(body)
-	version := metaVersion(body)
+	version := versionIn(meta)
 	bad := func(code int, msg string) *mcpmsg.Error {
 		return &mcpmsg.Error{Status: http.StatusBadRequest, Code: code, Message: msg}
 	}
@@ -78,9 +79,13 @@ func metaOf(body []byte) map[string]json.RawMessage {
 
 // metaVersion returns the protocol version a request names in its
 // params._meta; "" when it names none.
-func metaVersion(body []byte) string {
+func metaVersion(body []byte) string { return versionIn(metaOf(body)) }
+
+// versionIn returns the protocol version a request's _meta names; "" when
+// it names none.
+func versionIn(meta map[string]json.RawMessage) string {
 	var v string
-	_ = json.Unmarshal(metaOf(body)[metaProtocolVersion], &v)
+	_ = json.Unmarshal(meta[metaProtocolVersion], &v)
 	return v
 }
 
@@ -88,15 +93,16 @@ func metaVersion(body []byte) string {
 // (SEP-2575): 404 for a method not found, 400 for invalid params, an
 // unsupported version or a missing client capability, else 200.
 func statelessStatus(msg []byte) int {
-	var m struct {
-		Error *struct {
-			Code int `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(msg, &m) != nil || m.Error == nil {
+	f, err := parseFrame(msg)
+	if err != nil {
 		return http.StatusOK
 	}
-	switch m.Error.Code {
+	at, err := memberOf(f.b, f.error, "code")
+	code, aerr := strconv.Atoi(string(f.raw(at)))
+	if err != nil || aerr != nil {
+		return http.StatusOK
+	}
+	switch code {
 	case codeMethodNotFound:
 		return http.StatusNotFound
 	case codeInvalidParams, codeUnsupportedVersion, codeMissingCapability:

@@ -22,37 +22,34 @@ type subs map[string]map[SessionID]bool
 // session sent. It returns the mux's answer when the request does not go
 // to the child; else nil, and for a subscribe the URI, to be undone if the
 // child refuses it.
-func (x *Mux) subscription(s SessionID, m envelope) (answer []byte, uri string) {
-	if !bytes.Contains(m["method"], []byte("subscribe")) {
-		return nil, "" // the common case, without decoding the method
+func (x *Mux) subscription(s SessionID, f *frame) (answer []byte, uri string, err error) {
+	if !bytes.Contains(f.raw(f.method), []byte("subscribe")) {
+		return nil, "", nil // the common case, without decoding the method
 	}
-	method := m.method()
+	method := f.methodName()
 	if method != "resources/subscribe" && method != "resources/unsubscribe" {
-		return nil, ""
+		return nil, "", nil
 	}
-	var p struct {
-		URI string `json:"uri"`
+	if uri, err = f.paramString("uri"); uri == "" || err != nil {
+		return nil, "", err // the child's to refuse, or no message
 	}
-	if json.Unmarshal(m["params"], &p) != nil || p.URI == "" {
-		return nil, "" // the child's to refuse
-	}
-	held := x.subs[p.URI]
+	held := x.subs[uri]
 	if method == "resources/subscribe" {
 		if len(held) > 0 {
 			held[s] = true
-			return appendResult(nil, m["id"], "{}"), ""
+			return appendResult(nil, f.rawID(), "{}"), "", nil
 		}
-		x.subs[p.URI] = map[SessionID]bool{s: true}
-		return nil, p.URI
+		x.subs[uri] = map[SessionID]bool{s: true}
+		return nil, uri, nil
 	}
 	if !held[s] || len(held) > 1 {
 		// Another session still wants the URI, or this one never
 		// subscribed: the child's subscription stays as it is.
 		delete(held, s)
-		return appendResult(nil, m["id"], "{}"), ""
+		return appendResult(nil, f.rawID(), "{}"), "", nil
 	}
-	delete(x.subs, p.URI)
-	return nil, ""
+	delete(x.subs, uri)
+	return nil, "", nil
 }
 
 // refused undoes the subscription of call c, which the child answered
@@ -92,17 +89,15 @@ func (x *Mux) unsubscribeAll(s SessionID) [][]byte {
 // notifications/resources/updated: to it, or to a resource it is a
 // sub-resource of (the spec's "might be a sub-resource of the one that
 // the client actually subscribed to"), each once.
-func (x *Mux) updated(m envelope) []SessionID {
-	var p struct {
-		URI string `json:"uri"`
-	}
-	if json.Unmarshal(m["params"], &p) != nil || p.URI == "" {
-		return nil
+func (x *Mux) updated(f *frame) ([]SessionID, error) {
+	updated, err := f.paramString("uri")
+	if updated == "" || err != nil {
+		return nil, err
 	}
 	var to []SessionID
 	seen := map[SessionID]bool{}
 	for uri, held := range x.subs {
-		if !covers(uri, p.URI) {
+		if !covers(uri, updated) {
 			continue
 		}
 		for s := range held {
@@ -112,7 +107,7 @@ func (x *Mux) updated(m envelope) []SessionID {
 			}
 		}
 	}
-	return to
+	return to, nil
 }
 
 // covers reports whether a subscription to sub covers an update of uri:

@@ -94,6 +94,15 @@ func TestLineReader(t *testing.T) {
 	if _, err := l.next(); !errors.Is(err, ErrLineTooLong) {
 		t.Errorf("a 200 KiB line under a 100 KiB bound: %v, want ErrLineTooLong", err)
 	}
+	// A line longer than the reader's buffer comes whole, in its chunks,
+	// and the short one after it from the buffer alone.
+	l = newLineReader(strings.NewReader(strings.Repeat("w", 200<<10)+"\r\nafter\n"), 300<<10)
+	if b, err := l.next(); err != nil || len(b) != 200<<10 || strings.Trim(string(b), "w") != "" {
+		t.Fatalf("a 200 KiB line under a 300 KiB bound: %d bytes, %v", len(b), err)
+	}
+	if b, err := l.next(); err != nil || string(b) != "after" {
+		t.Errorf("the line after it: %q, %v", b, err)
+	}
 }
 
 // TestDrained: a replaced child stops once it holds no session, or when
