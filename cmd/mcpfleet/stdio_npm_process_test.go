@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcpfleet/internal/admin"
 	"github.com/mcpfleet/mcpfleet/internal/testproc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -85,16 +88,44 @@ func stdioServers(t *testing.T) (node, modules string) {
 // serveStdioYAML starts serve with one stdio upstream, its YAML given.
 func serveStdioYAML(t *testing.T, upstream string) string {
 	t.Helper()
-	gw := testproc.FreeAddr(t)
-	cfg := "listen: " + gw + "\nsecret_file: " + writeSecret(t) + "\nbalance: round-robin\nupstreams:\n" + upstream
+	gw, adm := testproc.FreeAddr(t), testproc.FreeAddr(t)
+	cfg := "listen: " + gw + "\nadmin: " + adm + "\nsecret_file: " + writeSecret(t) + "\nbalance: round-robin\nupstreams:\n" + upstream
 	path := filepath.Join(t.TempDir(), "mcpfleet.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	startProcess(t, "serve", "--config", path)
-	// Node children take seconds each to start when the machine is busy.
+	// Node children take seconds each to start when the machine is busy,
+	// and the gateway is ready with one of them: the tests that place
+	// sessions round-robin wait for every child.
 	testproc.WaitReadyWithin(t, "http://"+gw+"/readyz", 30*time.Second)
+	for deadline := time.Now().Add(30 * time.Second); !allReplicasUp(t, adm); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stdio children were not all up within 30 s")
+		}
+	}
 	return gw
+}
+
+// allReplicasUp reports whether every replica of the gateway whose admin
+// listener is adm is up.
+func allReplicasUp(t *testing.T, adm string) bool {
+	t.Helper()
+	resp, err := http.Get("http://" + adm + "/api/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var f admin.Fleet
+	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
+		t.Fatalf("/api/fleet: %v", err)
+	}
+	for _, r := range f.Replicas {
+		if r.Health != admin.StateUp {
+			return false
+		}
+	}
+	return len(f.Replicas) > 0
 }
 
 func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
