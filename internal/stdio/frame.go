@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/mcpfleet/mcpfleet/internal/mcpmsg"
 )
@@ -32,6 +33,9 @@ var errNotObject = errors.New("decoding message: not a JSON-RPC object")
 
 func parseFrame(msg []byte) (frame, error) {
 	msg = bytes.TrimSpace(msg)
+	if !utf8.Valid(msg) {
+		msg = validUTF8(msg)
+	}
 	if len(msg) > 0 && msg[0] == '[' {
 		return frame{}, ErrBatch
 	}
@@ -147,4 +151,21 @@ func splice(b []byte, a, c edit) []byte {
 		}
 	}
 	return append(out, b[last:]...)
+}
+
+// validUTF8 returns msg with each byte that is not part of valid UTF-8
+// replaced by U+FFFD, as encoding/json decodes it (RFC 8259 wants UTF-8):
+// a message goes on in one spelling, whichever side wrote it.
+func validUTF8(msg []byte) []byte {
+	out := make([]byte, 0, len(msg)+8)
+	for len(msg) > 0 {
+		r, n := utf8.DecodeRune(msg)
+		if r == utf8.RuneError && n == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, msg[:n]...)
+		}
+		msg = msg[n:]
+	}
+	return out
 }

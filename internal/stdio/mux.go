@@ -191,9 +191,9 @@ func (x *Mux) FromChild(msg []byte) (Route, error) {
 	}
 	switch {
 	case f.isRequest():
-		return x.serverRequest(&f, msg)
+		return x.serverRequest(&f, f.b)
 	case f.method.present():
-		return x.childNotification(&f, msg)
+		return x.childNotification(&f, f.b)
 	}
 	up, err := strconv.ParseInt(string(f.rawID()), 10, 64)
 	c, ok := x.pending[up]

@@ -59,7 +59,9 @@ cServer started
 // child, the same bytes once both are spelt canonically, and the same
 // calls stay in flight. Where they part, it is by design: the in-place
 // mux refuses a message that names a member twice (the other kept the
-// last spelling, where a child's reader may keep the first), and reads
+// last spelling, where a child's reader may keep the first; a member it
+// does not read, in which an object names one twice, it passes on as it
+// came, as a proxy passes on a body), and reads
 // params members by their exact names (encoding/json matched "URI" for
 // "uri"); the conversation stops there.
 func FuzzMuxInPlace(f *testing.F) {
@@ -118,6 +120,9 @@ func sameStep(t *testing.T, x *Mux, ref refMux, op byte, msg []byte) bool {
 		return false
 	}
 	if !slices.Equal(got, want) {
+		if namesTwice(msg) {
+			return false // a member the mux passes on as it came names one twice; decoding kept the last
+		}
 		t.Fatalf("%s:\n in place %q\n decoding %q", msg, got, want)
 	}
 	return true

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // toChild is what a FromClient step sends the child.
@@ -206,5 +208,22 @@ func TestMuxRouteOwnsItsMessage(t *testing.T) {
 		if string(r.Msg) != want {
 			t.Errorf("%s: the routed message changed with the reader's buffer: %s", line, r.Msg)
 		}
+	}
+}
+
+// TestMuxInvalidUTF8: a message with bytes that are not UTF-8 goes on with
+// each replaced by U+FFFD, as encoding/json would decode it, never as it
+// came (RFC 8259 wants UTF-8, and a reader may take such bytes otherwise).
+func TestMuxInvalidUTF8(t *testing.T) {
+	x := NewMux()
+	if _, err := x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := x.FromChild([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"data\":\"a\xffb\xc0\"}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\"data\":\"a\uFFFDb\uFFFD\""; !strings.Contains(string(r.Msg), want) || !utf8.Valid(r.Msg) {
+		t.Errorf("routed %q, want it to hold %q", r.Msg, want)
 	}
 }

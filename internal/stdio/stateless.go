@@ -114,12 +114,12 @@ func toStateless(cs *Session, method string, info json.RawMessage, msg []byte) [
 		return nil // the era sends these on a subscriptions/listen stream alone (SEP-2575)
 	}
 	if !f.result.present() || f.b[f.result.start] != '{' {
-		return msg
+		return f.b
 	}
 	if out := statelessResult(f.b, f.result, method, info); out != nil {
 		return out
 	}
-	return msg
+	return f.b
 }
 
 // statelessResult returns msg with the members a 2026-07-28 result has and
