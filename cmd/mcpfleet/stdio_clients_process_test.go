@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,14 +55,14 @@ func runNode(t *testing.T, limit time.Duration, env []string, node string, args 
 }
 
 // serveEverythingStdio starts serve with the TypeScript everything server in
-// stdio mode as 3 pooled children.
-func serveEverythingStdio(t *testing.T, node, modules string) string {
+// stdio mode as n pooled children.
+func serveEverythingStdio(t *testing.T, node, modules string, n int) string {
 	t.Helper()
 	server := filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	return serveStdioYAML(t, `  - name: everything
     stdio:
       command: [`+node+`, `+server+`, stdio]
-      processes: 3
+      processes: `+strconv.Itoa(n)+`
 `)
 }
 
@@ -75,7 +76,7 @@ func TestStdioTypeScriptClients(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	node, modules := clientTools(t)
-	gw := serveEverythingStdio(t, node, modules)
+	gw := serveEverythingStdio(t, node, modules, 3)
 	script := nodeScript(t, modules, "stdio-client.mjs")
 	for _, c := range []struct{ line, era, version string }{
 		{"v1", "legacy", ""}, {"v2", "legacy", "2025-11-25"}, {"v2", "modern", "2026-07-28"},
@@ -119,7 +120,7 @@ func TestStdioInspectorCLI(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	node, modules := clientTools(t)
-	gw := serveEverythingStdio(t, node, modules)
+	gw := serveEverythingStdio(t, node, modules, 3)
 	inspector := filepath.Join(modules, "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 	// A home of its own, and secrets kept in memory: nothing of the
 	// Inspector's (catalog, secrets, OAuth state) lands outside the test.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,12 +22,7 @@ func TestStdioEverythingServer(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	node, modules := nodeTools(t)
-	server := filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	gw := serveStdioYAML(t, `  - name: everything
-    stdio:
-      command: [`+node+`, `+server+`, stdio]
-      processes: 3
-`)
+	gw := serveEverythingStdio(t, node, modules, 3)
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -111,15 +104,7 @@ func serveStdioYAML(t *testing.T, upstream string) string {
 // listener is adm is up.
 func allReplicasUp(t *testing.T, adm string) bool {
 	t.Helper()
-	resp, err := http.Get("http://" + adm + "/api/fleet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var f admin.Fleet
-	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
-		t.Fatalf("/api/fleet: %v", err)
-	}
+	f := readFleet(t, adm)
 	for _, r := range f.Replicas {
 		if r.Health != admin.StateUp {
 			return false

@@ -229,8 +229,8 @@ func TestStdioFlag(t *testing.T) {
 	}
 }
 
-// fleetReplica returns replica name of the fleet view at adm.
-func fleetReplica(t *testing.T, adm, name string) admin.Replica {
+// readFleet returns the fleet view at admin address adm.
+func readFleet(t *testing.T, adm string) admin.Fleet {
 	t.Helper()
 	resp, err := http.Get("http://" + adm + "/api/fleet")
 	if err != nil {
@@ -239,9 +239,15 @@ func fleetReplica(t *testing.T, adm, name string) admin.Replica {
 	defer resp.Body.Close()
 	var f admin.Fleet
 	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
-		t.Fatal(err)
+		t.Fatalf("/api/fleet: %v", err)
 	}
-	for _, r := range f.Replicas {
+	return f
+}
+
+// fleetReplica returns replica name of the fleet view at adm.
+func fleetReplica(t *testing.T, adm, name string) admin.Replica {
+	t.Helper()
+	for _, r := range readFleet(t, adm).Replicas {
 		if r.Name == name {
 			return r
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -72,12 +71,7 @@ func TestStdioSubscriptionsThroughServe(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	node, modules := nodeTools(t)
-	server := filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	gw := serveStdioYAML(t, `  - name: everything
-    stdio:
-      command: [`+node+`, `+server+`, stdio]
-      processes: 1
-`)
+	gw := serveEverythingStdio(t, node, modules, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A log line of the child goes to the one session with a call in
