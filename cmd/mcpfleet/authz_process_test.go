@@ -47,14 +47,9 @@ func TestServeAuthorizes(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	k, keys := writeJWKS(t)
-	var ups []string
-	for _, name := range []string{"a", "b", "c"} {
-		addr := testproc.FreeAddr(t)
-		startReplica(t, name, addr, "--add-tool", "restart_now")
-		ups = append(ups, "{name: "+name+", url: 'http://"+addr+"/mcp'}")
-	}
+	ups := startRestartReplicas(t)
 	gw := testproc.FreeAddr(t)
-	base := "listen: " + gw + "\nupstreams: [" + strings.Join(ups, ", ") + "]\n" +
+	base := "listen: " + gw + "\nupstreams: [" + ups + "]\n" +
 		"auth: {jwks_file: '" + keys + "', issuers: ['https://idp'], audiences: [mcp]}\n"
 	cfgPath := filepath.Join(t.TempDir(), "mcpfleet.yaml")
 	write := func(body string) {
@@ -166,15 +161,10 @@ func TestServeAuthorizesTypeScript(t *testing.T) {
 	}
 	node, modules := nodeTools(t)
 	k, keys := writeJWKS(t)
-	var ups []string
-	for _, name := range []string{"a", "b", "c"} {
-		addr := testproc.FreeAddr(t)
-		startReplica(t, name, addr, "--add-tool", "restart_now")
-		ups = append(ups, "{name: "+name+", url: 'http://"+addr+"/mcp'}")
-	}
+	ups := startRestartReplicas(t)
 	gw := testproc.FreeAddr(t)
 	cfgPath := filepath.Join(t.TempDir(), "mcpfleet.yaml")
-	cfg := "listen: " + gw + "\nupstreams: [" + strings.Join(ups, ", ") + "]\n" +
+	cfg := "listen: " + gw + "\nupstreams: [" + ups + "]\n" +
 		"auth: {jwks_file: '" + keys + "', issuers: ['https://idp'], audiences: [mcp]}\n" + authzRules
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -221,4 +211,17 @@ func TestServeAuthorizesTypeScript(t *testing.T) {
 	if !slices.Contains(write.Tools, "mutate") || write.Call.Result == nil || write.Call.Result.IsError {
 		t.Errorf("an mcp:write token: tools %v, call %+v", write.Tools, write.Call)
 	}
+}
+
+// startRestartReplicas starts replicas a, b and c with the tool
+// restart_now, and returns them as a YAML flow list's items.
+func startRestartReplicas(t *testing.T) string {
+	t.Helper()
+	var ups []string
+	for _, name := range []string{"a", "b", "c"} {
+		addr := testproc.FreeAddr(t)
+		startReplica(t, name, addr, "--add-tool", "restart_now")
+		ups = append(ups, "{name: "+name+", url: 'http://"+addr+"/mcp'}")
+	}
+	return strings.Join(ups, ", ")
 }
