@@ -143,13 +143,14 @@ func ownAnswerProducers(t *testing.T) map[string]func() *http.Response {
 		}
 	}
 	produce := map[string]func() *http.Response{
-		"request target with a dot-segment, an encoded slash or a backslash":                                     func() *http.Response { return rawTarget(t, base, "/a/../mcp") },
-		"`Host` not allowed (`allowed_hosts`, DNS rebinding)":                                                    do("POST", base+"/mcp", call, map[string]string{"Host": "evil.example"}),
-		"`Origin` not allowed (`allowed_origins`)":                                                               do("POST", base+"/mcp", call, map[string]string{"Origin": "https://evil.example"}),
-		"HTTP method other than GET, POST and DELETE at the MCP endpoint, or the wrong one at a 2024-11-05 path": do("PUT", base+"/mcp", call, nil),
-		"request body over `max_body_bytes`":                                                                     do("POST", base+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"`+strings.Repeat("x", 2<<10)+`"}}`, nil),
-		"body that is not JSON":                                                                                  do("POST", base+"/mcp", `{"jsonrpc":`, nil),
-		"JSON that is not a JSON-RPC message":                                                                    do("POST", base+"/mcp", `{"hello":"world"}`, nil),
+		"request target with a dot-segment, an encoded slash or a backslash":                                       func() *http.Response { return rawTarget(t, base, "/a/../mcp") },
+		"`Host` not allowed (`allowed_hosts`, DNS rebinding)":                                                      do("POST", base+"/mcp", call, map[string]string{"Host": "evil.example"}),
+		"`Origin` not allowed (`allowed_origins`)":                                                                 do("POST", base+"/mcp", call, map[string]string{"Origin": "https://evil.example"}),
+		"HTTP method other than GET, POST and DELETE at the MCP endpoint, or the wrong one at a 2024-11-05 path":   do("PUT", base+"/mcp", call, nil),
+		"request body over `max_body_bytes`":                                                                       do("POST", base+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"`+strings.Repeat("x", 2<<10)+`"}}`, nil),
+		"body that is not JSON":                                                                                    do("POST", base+"/mcp", `{"jsonrpc":`, nil),
+		"JSON that is not a JSON-RPC message":                                                                      do("POST", base+"/mcp", `{"hello":"world"}`, nil),
+		"JSON-RPC message, its `params` or their `_meta` naming one member twice (readers differ on which counts)": do("POST", base+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"echo"}}`, nil),
 		"more than one `Mcp-Session-Id` header": func() *http.Response {
 			// Two keys of one map would be set in a random order, and a Set
 			// after the Add would leave one header: both go in as Adds.

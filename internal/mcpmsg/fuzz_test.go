@@ -3,6 +3,7 @@ package mcpmsg
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -29,6 +30,10 @@ func FuzzParse(f *testing.F) {
 		}
 		if m.Batch {
 			return
+		}
+		// One spelling only: an accepted message names no member twice.
+		if err := Members(body, func([]byte, int, int) error { return nil }); errors.Is(err, ErrDuplicateMember) {
+			t.Fatalf("Parse accepted %q, which names a member twice", body)
 		}
 		// Maps match keys exactly, as JSON-RPC does (a struct would fold case).
 		var top map[string]json.RawMessage

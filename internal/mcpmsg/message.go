@@ -5,6 +5,7 @@ package mcpmsg
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -88,8 +89,17 @@ var (
 	ErrInvalidRequest = errors.New("parsing json-rpc message: not a json-rpc 2.0 message")
 )
 
+// errTwice: an object the gateway decides on (the message, its params,
+// their _meta) names a member twice. Readers differ on which one counts
+// (ErrDuplicateMember), so the message is refused rather than read as one
+// of them: it is ErrInvalidRequest too.
+var errTwice = fmt.Errorf("%w: %w", ErrInvalidRequest, ErrDuplicateMember)
+
 // Parse classifies a POST body. It decodes only the members routing needs and
-// validates the rest as JSON without building it.
+// validates the rest as JSON without building it. A message, its params or
+// their _meta naming one member twice is ErrInvalidRequest (and
+// ErrDuplicateMember): the gateway and its replica could read two messages
+// in it.
 func Parse(body []byte) (Message, error) {
 	var m Message
 	i := skipWS(body, 0)
@@ -217,7 +227,11 @@ func parseOne(b []byte, i int, m *Message) (int, error) {
 	var version, params []byte
 	var paramsAt int
 	var hasResult bool
+	var seen keySet
 	end, err := eachMember(b, i, 1, func(key []byte, s, e int) error {
+		if seen.add(key) {
+			return errTwice
+		}
 		switch string(key) {
 		case "jsonrpc":
 			version = b[s:e]
@@ -286,14 +300,22 @@ func nameMember(method string) string {
 
 func parseParams(p []byte, at int, m *Message) error {
 	want := nameMember(m.Method)
+	var seen keySet
 	_, err := eachMember(p, 0, 2, func(key []byte, s, e int) error {
+		if seen.add(key) {
+			return errTwice
+		}
 		switch {
 		case want != "" && string(key) == want && p[s] == '"':
 			v, err := rawString(p[s:e])
 			m.Name = v
 			return err
 		case string(key) == "_meta" && p[s] == '{':
+			var inMeta keySet
 			_, err := eachMember(p[s:e], 0, 3, func(k []byte, ms, me int) error {
+				if inMeta.add(k) {
+					return errTwice
+				}
 				if p[s+ms] != '"' {
 					return nil
 				}

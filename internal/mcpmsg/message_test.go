@@ -60,6 +60,16 @@ func TestParse(t *testing.T) {
 		{name: "neither request nor response", body: `{"jsonrpc":"2.0","id":1}`, err: ErrInvalidRequest},
 		{name: "bad escape", body: `{"jsonrpc":"2.0","id":1,"method":"p\q"}`, err: ErrParse},
 		{name: "deep nesting", body: deep(2000), err: ErrParse},
+		// A member named twice where the gateway decides: a reader keeping
+		// the first and one keeping the last would route, limit or authorize
+		// two different calls.
+		{name: "method twice", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"rm"}}`, err: ErrDuplicateMember},
+		{name: "id twice", body: `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, err: ErrInvalidRequest},
+		{name: "params twice", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}`, err: ErrDuplicateMember},
+		{name: "tool name twice, once escaped", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","\u006eame":"b"}}`, err: ErrDuplicateMember},
+		{name: "_meta member twice", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, err: ErrDuplicateMember},
+		{name: "a response's members twice", body: `{"jsonrpc":"2.0","id":1,"result":{},"result":{}}`, err: ErrDuplicateMember},
+		{name: "twice in a batch's message", body: `[{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}]`, err: ErrDuplicateMember},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +84,16 @@ func TestParse(t *testing.T) {
 				t.Errorf("Parse mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestParseKeepsNestedDuplicates: members named twice deeper than the
+// _meta the gateway reads are the replica's to judge (a tool's arguments).
+func TestParseKeepsNestedDuplicates(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1,"x":2}}}`
+	m, err := Parse([]byte(body))
+	if err != nil || m.Name != "a" {
+		t.Fatalf("Parse = %+v, %v; want the call to a", m, err)
 	}
 }
 
