@@ -25,7 +25,7 @@
 #                                to every stateless replica (see docs/CONFORMANCE.md)
 #   CONFORMANCE_STDIO=0          skip the stdio fleet runs
 #   CONFORMANCE_STDIO_STRICT     requirement sets whose stdio run must fail no check
-#                                that passes over HTTP (default: "2025-11-25"; the
+#                                that passes over HTTP (default: "2025-11-25 2026-07-28"; the
 #                                others are reported, see docs/CONFORMANCE.md)
 #   CONFORMANCE_NGINX=1          also run the suite through nginx in round-robin in front
 #                                of the same number of replicas, for comparison (installs
@@ -47,7 +47,7 @@ DIRECT_ONLY="${CONFORMANCE_DIRECT_ONLY:-0}"
 PREWARM="${CONFORMANCE_PREWARM:-1}"
 NGINX="${CONFORMANCE_NGINX:-0}"
 STDIO="${CONFORMANCE_STDIO:-1}"
-STDIO_STRICT="${CONFORMANCE_STDIO_STRICT:-2025-11-25}"
+STDIO_STRICT="${CONFORMANCE_STDIO_STRICT:-2025-11-25 2026-07-28}"
 READY_TIMEOUT=30 # seconds to wait for a started process to become ready
 
 log() { printf '[conformance] %s\n' "$*" >&2; }
@@ -475,7 +475,8 @@ NGINX
 # run_stdio REV STATELESS : the suite through a pooled stdio fleet of REPLICAS
 # everything-server children (no -http flag: it speaks stdio). The children
 # are stateful servers whatever the requirement set; the gateway serves
-# 2026-07-28 on them by translation (docs/GATEWAY.md, "stdio servers").
+# 2026-07-28 on a second process of each, never initialized, that speaks
+# it (docs/GATEWAY.md, "stdio servers").
 run_stdio() {
 	local rev=$1 stateless=$2 sport
 	[[ "$STDIO" == 1 && -n "$GATEWAY_BIN" ]] || return 0

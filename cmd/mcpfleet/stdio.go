@@ -100,7 +100,15 @@ func kidSpecs(u *config.Upstream, cfg *config.Config, log *slog.Logger) ([]*stdi
 		if err != nil {
 			return nil, usageError{err}
 		}
-		kids = append(kids, &stdioKid{idle: time.Duration(cfg.SessionMaxAge), opts: opts, perSession: perSessionOf(&s)})
+		k := &stdioKid{idle: time.Duration(cfg.SessionMaxAge), opts: opts, perSession: perSessionOf(&s)}
+		if s.Native() {
+			twin, err := childOptions(name+stdio.TwinSuffix, &s, cfg, lo, hi, log)
+			if err != nil {
+				return nil, usageError{err}
+			}
+			k.twin = &twin
+		}
+		kids = append(kids, k)
 	}
 	return kids, nil
 }
@@ -182,6 +190,9 @@ func (f *stdioFleet) view(name string, now time.Time) (*admin.Process, []string)
 	}
 	for _, c := range k.roll.SessionChildren() {
 		p.SessionChildren = append(p.SessionChildren, sessionChild(c, now))
+	}
+	if c, ok := k.roll.StatelessChild(); ok {
+		p.StatelessChild = &admin.StatelessChild{SessionChild: sessionChild(c, now), Restarts: c.Restarts, State: c.Probe}
 	}
 	p.Sessions += len(p.SessionChildren)
 	return p, i.Stderr

@@ -130,8 +130,12 @@ func TestStdioFleetThroughServe(t *testing.T) {
 	if _, ok := byChild["kid-1"]; !ok || len(byChild) != 2 {
 		t.Fatalf("sessions reached %v, want kid-1 and kid-2", byChild)
 	}
-	if got := whoamiOf(ctx, t, connectGW(ctx, t, gw, "2026-07-28")); got != "kid-1" && got != "kid-2" {
-		t.Errorf("a 2026-07-28 call answered %q", got)
+	// A 2026-07-28 call goes to the stateless twin of a child, started
+	// for it, whose {child} is its own name.
+	if got := whoamiOf(ctx, t, connectGW(ctx, t, gw, "2026-07-28")); got != "kid-1-2026" && got != "kid-2-2026" {
+		t.Errorf("a 2026-07-28 call answered %q, want a twin", got)
+	} else if twin := fleetReplica(t, adm, strings.TrimSuffix(got, "-2026")).Process.StatelessChild; twin == nil || twin.Name != got || twin.State != "native" || twin.PID <= 0 {
+		t.Errorf("fleet view of %s's twin: %+v", got, twin)
 	}
 	children := stdioTestChildren(t, tag)
 	var victim int
@@ -297,6 +301,7 @@ func TestPlanStdio(t *testing.T) {
 		{name: "one more process", y: strings.Replace(base, "command:", "processes: 3, command:", 1), add: "a-3"},
 		{name: "one process", y: strings.Replace(base, "command:", "processes: 1, command:", 1), remove: "a-2"},
 		{name: "another upstream", y: strings.Replace(base, "name: a,", "name: b,", 1), add: "b-1 b-2", remove: "a-1 a-2"},
+		{name: "no stateless twins", y: strings.Replace(base, "command:", "native_stateless: false, command:", 1), replace: "a-1 a-2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := os.WriteFile(token, []byte(cmp.Or(tt.before, "one")), 0o600); err != nil {

@@ -21,6 +21,9 @@ const replaceTimeout = 2 * time.Minute
 type stdioKid struct {
 	opts stdio.Options
 	idle time.Duration // the bridge's idle session end
+	// twin is what the replica's stateless twin runs with; nil without
+	// one (native_stateless: false).
+	twin *stdio.Options
 	roll *stdio.Rolling
 	// perSession is its upstream's per_session settings, and pool the
 	// children they run (nil without per_session).
@@ -47,7 +50,7 @@ func (k *stdioKid) name() string { return k.opts.Name }
 // serve starts k's child and serves it as a replica; on an error the
 // child is stopped.
 func (f *stdioFleet) serve(k *stdioKid) error {
-	k.roll = stdio.NewRolling(stdio.NewBridge(stdio.Start(k.opts), k.idle, k.pool))
+	k.roll = stdio.NewRolling(stdio.NewBridge(stdio.Start(k.opts), k.idle, k.pool, k.twin))
 	if err := f.socks.Serve(k.name(), k.roll); err != nil {
 		k.roll.Close()
 		return err
@@ -87,7 +90,7 @@ func planStdio(running, next []*stdioKid) stdioPlan {
 		switch {
 		case old == nil:
 			p.add = append(p.add, k)
-		case !sameRun(old.opts, k.opts):
+		case !sameRun(old.opts, k.opts) || (old.twin == nil) != (k.twin == nil):
 			p.replace = append(p.replace, k)
 		}
 		delete(byName, k.name())
@@ -171,14 +174,14 @@ func (f *stdioFleet) begin(p stdioPlan, grace time.Duration) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), replaceTimeout)
-		err := old.roll.Replace(ctx, stdio.NewBridge(stdio.Start(k.opts), k.idle, old.pool), grace)
+		err := old.roll.Replace(ctx, stdio.NewBridge(stdio.Start(k.opts), k.idle, old.pool, k.twin), grace)
 		cancel()
 		if err != nil {
 			f.log.Error("reload: stdio child not replaced: the running one goes on", "child", k.name(), "error", err.Error())
 			continue
 		}
 		f.mu.Lock()
-		old.opts, old.idle = k.opts, k.idle
+		old.opts, old.idle, old.twin = k.opts, k.idle, k.twin
 		f.mu.Unlock()
 		f.log.Info("reload: stdio child replaced; the old one drains", "child", k.name(), "grace", grace.String())
 	}

@@ -158,6 +158,22 @@ type Process struct {
 	// SessionChildren are the children of the replica's sessions when its
 	// upstream runs one child per session (per_session); absent otherwise.
 	SessionChildren []SessionChild `json:"session_children,omitempty"`
+	// StatelessChild is the replica's stateless twin, the second process
+	// that serves its 2026-07-28 requests (native_stateless); absent
+	// before the replica's first such request, and without one.
+	StatelessChild *StatelessChild `json:"stateless_child,omitempty"`
+}
+
+// StatelessChild is a stdio replica's stateless twin.
+type StatelessChild struct {
+	SessionChild
+	// Restarts counts its runs after the first.
+	Restarts int `json:"restarts"`
+	// State is probing (its server/discover is not answered yet), native
+	// (it serves the replica's 2026-07-28 requests) or refused (the server
+	// does not speak 2026-07-28: it stopped for good, and those requests
+	// are translated on the replica's child).
+	State string `json:"state"`
 }
 
 // SessionChild is the child process of one client session (per_session).

@@ -42,7 +42,16 @@ type Stdio struct {
 	// RestartBackoff is the first and the longest delay before a child
 	// that exited starts again, as min..max; "" means 1s..30s.
 	RestartBackoff string `yaml:"restart_backoff"`
+	// NativeStateless gives each pooled child a stateless twin, a second
+	// process of the command started at the child's first 2026-07-28
+	// request, that serves them in that era itself when the server speaks
+	// it; false translates them on the child. nil means true.
+	NativeStateless *bool `yaml:"native_stateless"`
 }
+
+// Native reports whether the upstream's children get stateless twins
+// (native_stateless, true unless set false).
+func (s Stdio) Native() bool { return s.NativeStateless == nil || *s.NativeStateless }
 
 // Stdio's defaults.
 const (

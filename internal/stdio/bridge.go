@@ -47,6 +47,9 @@ type Bridge struct {
 	pool *Pool
 	// tools are the Mcp-Param-* bindings of the child's tools.
 	tools toolHeaders
+	// twin serves the 2026-07-28 requests natively when the server speaks
+	// that era (twin.go); nil: they are translated.
+	twin *twin
 
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*bsession
@@ -54,8 +57,41 @@ type Bridge struct {
 
 // NewBridge returns the bridge of c. With pool, each 2025-11-25 session
 // gets a child of pool's, and c serves the 2026-07-28 requests alone.
-func NewBridge(c *Child, idle time.Duration, pool *Pool) *Bridge {
-	return &Bridge{child: c, log: c.opts.Logger.With("child", c.opts.Name), idle: idle, pool: pool, sessions: map[string]*bsession{}}
+// With twin, the options of a second child of c's command (its own name
+// and environment), that child, the replica's stateless twin, is started
+// at the first 2026-07-28 request and serves them natively when the
+// server speaks that era (twin.go); nil: they are translated on c.
+func NewBridge(c *Child, idle time.Duration, pool *Pool, twin *Options) *Bridge {
+	return &Bridge{child: c, log: c.opts.Logger.With("child", c.opts.Name), idle: idle, pool: pool, twin: newTwin(twin), sessions: map[string]*bsession{}}
+}
+
+// Close stops the bridge's child and its stateless twin, at once, and
+// waits for their process groups; idempotent.
+func (b *Bridge) Close() {
+	var wg sync.WaitGroup
+	wg.Go(b.twin.close)
+	b.child.Close()
+	wg.Wait()
+}
+
+// StatelessChild returns the state of the bridge's stateless twin; false
+// before it started, or without one.
+func (b *Bridge) StatelessChild() (Info, bool) {
+	c := b.twin.running()
+	if c == nil {
+		return Info{}, false
+	}
+	return c.Info(), true
+}
+
+// sessionCount is how many sessions the bridge's child holds now, and
+// requests its twin serves.
+func (b *Bridge) sessionCount() int {
+	n := b.child.sessionCount()
+	if c := b.twin.running(); c != nil {
+		n += c.sessionCount()
+	}
+	return n
 }
 
 // SessionChildren returns the state of the children of this bridge's

@@ -32,7 +32,7 @@ func TestBridgeBothEras(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(socks.Close)
-	bridge := NewBridge(c, 0, nil)
+	bridge := NewBridge(c, 0, nil, nil)
 	if err := socks.Serve("e-1", bridge); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestBridgeBothEras(t *testing.T) {
 func TestBridgeEndsIdleSessions(t *testing.T) {
 	needBin(t)
 	c := startChild(t, "i-1", testserverArgv("i-1"), nil)
-	b := NewBridge(c, time.Hour, nil)
+	b := NewBridge(c, time.Hour, nil, nil)
 	open := func() *bsession {
 		cs, err := c.Open()
 		if err != nil {
@@ -116,7 +116,7 @@ func TestBridgeEndsIdleSessions(t *testing.T) {
 // stream when the client takes one, and as JSON when it takes JSON alone.
 func TestBridgeAnswersOnAStream(t *testing.T) {
 	needBin(t)
-	srv := httptest.NewServer(NewBridge(startChild(t, "s-1", testserverArgv("s-1"), nil), 0, nil))
+	srv := httptest.NewServer(NewBridge(startChild(t, "s-1", testserverArgv("s-1"), nil), 0, nil, nil))
 	t.Cleanup(srv.Close)
 	post := func(sid, accept, body string) *http.Response {
 		t.Helper()

@@ -212,6 +212,10 @@ type relayOpts struct {
 	// sse answers on an SSE stream from the start; else only once a
 	// message comes before the answer.
 	sse bool
+	// sseResult answers a result that comes first on an SSE stream too,
+	// and an error as JSON (with status), as the Go SDK's HTTP server
+	// answers a 2026-07-28 request of a client that takes a stream.
+	sseResult bool
 	// fix, when not nil, rewrites each message first; a nil message
 	// from it is not relayed.
 	fix func([]byte) []byte
@@ -223,7 +227,9 @@ type relayOpts struct {
 // relay writes the messages of ch until the answer to id: on an SSE
 // stream, or as one JSON answer (o says when). A channel that closes
 // first means the child went away: the answer is the replica_lost error.
-func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, o relayOpts) {
+// It reports whether the answer was written: false when the client left
+// first.
+func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, child string, o relayOpts) bool {
 	streaming := o.sse
 	if o.sse {
 		startStream(w)
@@ -232,7 +238,7 @@ func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, 
 		var msg []byte
 		select {
 		case <-r.Context().Done():
-			return // a dropped 2025-11-25 stream is no cancel; the answer is dropped
+			return false // a dropped 2025-11-25 stream is no cancel; the answer is dropped
 		case m, ok := <-ch:
 			if !ok {
 				m = lostAnswer(child, id)
@@ -245,13 +251,13 @@ func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, 
 			}
 		}
 		final := mcpmsg.IsResponseTo(msg, id)
-		if !streaming && final {
+		if !streaming && final && !(o.sseResult && isResult(msg)) {
 			w.Header().Set("Content-Type", "application/json")
 			if o.status != nil {
 				w.WriteHeader(o.status(msg))
 			}
 			_, _ = w.Write(msg)
-			return
+			return true
 		}
 		if !streaming {
 			startStream(w)
@@ -259,9 +265,15 @@ func relay(w http.ResponseWriter, r *http.Request, ch <-chan []byte, id []byte, 
 		}
 		writeEvent(w, msg)
 		if final {
-			return
+			return true
 		}
 	}
+}
+
+// isResult reports whether msg is an answer with a result.
+func isResult(msg []byte) bool {
+	f, err := parseFrame(msg)
+	return err == nil && f.result.present()
 }
 
 func writeEvent(w http.ResponseWriter, msg []byte) {

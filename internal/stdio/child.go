@@ -61,6 +61,11 @@ type Options struct {
 	// again, and Done closes (a child of one session, whose state went
 	// with it).
 	Once bool
+	// Stateless makes the child a replica's stateless twin (twin.go):
+	// never initialized, its first message a server/discover of the
+	// 2026-07-28 era; a child that does not answer it with that version
+	// is stopped for good, and Refused reports it.
+	Stateless bool
 	// Logger receives the child's starts, exits and skipped lines; nil
 	// means none.
 	Logger *slog.Logger
@@ -104,6 +109,7 @@ type Child struct {
 	sessions map[SessionID]*Session
 	nextSID  SessionID
 	restarts int
+	probe    probeState // a stateless twin's: what its probes found
 	lastExit string
 	stderr   *lineRing // the current or last run's
 	owed     [][]byte  // messages for the child of sessions ended under mu
@@ -153,6 +159,10 @@ func (c *Child) supervise(ctx context.Context) {
 		if ctx.Err() != nil || c.opts.Once {
 			return
 		}
+		if c.opts.Stateless && c.settleProbe(err) {
+			log.Info("the stdio server does not speak "+statelessVersion+": the replica's "+statelessVersion+" requests are translated", "reason", errString(err))
+			return
+		}
 		var delay time.Duration
 		delay, failures = c.opts.Backoff.Next(failures, up)
 		c.mu.Lock()
@@ -192,7 +202,7 @@ func (c *Child) run(ctx context.Context) (*process, time.Duration, error) {
 	c.mu.Lock()
 	c.stderr = p.stderr
 	c.mu.Unlock()
-	result, err := c.initialize(ctx, p)
+	result, err := c.handshake(ctx, p)
 	if err != nil {
 		p.stop(o.Grace)
 		return p, time.Since(p.started), err
@@ -200,6 +210,9 @@ func (c *Child) run(ctx context.Context) (*process, time.Duration, error) {
 	facts := readInitFacts(result)
 	c.mu.Lock()
 	c.proc, c.init, c.initOf = p, result, facts
+	if c.opts.Stateless {
+		c.probe = probeNative
+	}
 	c.gen++
 	c.changed = 0
 	c.mu.Unlock()

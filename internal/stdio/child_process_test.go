@@ -27,6 +27,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(testServerEnv) != "" {
+		os.Exit(serveTestServer())
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

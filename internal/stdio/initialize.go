@@ -21,12 +21,28 @@ const clientCapabilities = `{"roots":{"listChanged":true},"sampling":{},"elicita
 // 2025-11-25, "Lifecycle"): initialize with the newest version, wait for
 // the result, then notifications/initialized. It returns the result.
 func (c *Child) initialize(ctx context.Context, p *process) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.InitTimeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, p.kill) // a child that never answers is lost
-	defer stop()
 	req := `{"jsonrpc":"2.0","id":` + initID + `,"method":"initialize","params":{"protocolVersion":"` + ProtocolVersion +
 		`","capabilities":` + clientCapabilities + `,"clientInfo":{"name":"mcpfleet","version":"1"}}}`
+	result, err := c.exchange(ctx, p, initID, req)
+	if err != nil {
+		return nil, fmt.Errorf("initializing the child: %w", err)
+	}
+	if err := p.write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+// exchange writes the gateway's own request req, of id, to a new run of
+// the child and returns the result of its answer, within the init
+// timeout: a child that never answers is lost. Lines before the answer
+// (a log line, a notification) are skipped; an error answer is an
+// *answerError.
+func (c *Child) exchange(ctx context.Context, p *process, id, req string) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.InitTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, p.kill)
+	defer stop()
 	if err := p.write([]byte(req)); err != nil {
 		return nil, err
 	}
@@ -34,33 +50,36 @@ func (c *Child) initialize(ctx context.Context, p *process) (json.RawMessage, er
 		line, err := p.stdout.next()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("initializing the child: %w", ctx.Err())
+				return nil, ctx.Err()
 			}
-			return nil, fmt.Errorf("initializing the child: %w", err)
+			return nil, err
 		}
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Result json.RawMessage `json:"result"`
-			Error  *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
+			Error  *answerError    `json:"error"`
 		}
-		if json.Unmarshal(line, &m) != nil || string(m.ID) != initID {
-			continue // a log line, or a notification before the answer
+		if json.Unmarshal(line, &m) != nil || string(m.ID) != id {
+			continue
 		}
 		if m.Error != nil {
-			return nil, fmt.Errorf("initializing the child: error %d: %s", m.Error.Code, m.Error.Message)
+			return nil, m.Error
 		}
 		if len(m.Result) == 0 {
-			return nil, errors.New("initializing the child: an answer without a result")
-		}
-		if err := p.write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
-			return nil, err
+			return nil, errors.New("an answer without a result")
 		}
 		return append(json.RawMessage(nil), m.Result...), nil
 	}
 }
+
+// answerError is the error a child answered the gateway's own request
+// with.
+type answerError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *answerError) Error() string { return fmt.Sprintf("error %d: %s", e.Code, e.Message) }
 
 // Ready waits until the child is running and initialized, or ctx ends.
 func (c *Child) Ready(ctx context.Context) error {

@@ -80,13 +80,9 @@ func (s subscriptions) wants(method, uri string) bool {
 // was agreed, and ends when the client leaves (or at once, when nothing
 // was); the session then ends, its subscriptions with it.
 func (b *Bridge) serveListen(w http.ResponseWriter, r *http.Request, body, id []byte) {
-	var p struct {
-		Params struct {
-			Notifications *subscriptions `json:"notifications"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &p) != nil || p.Params.Notifications == nil {
-		writeError(w, id, &mcpmsg.Error{Status: http.StatusBadRequest, Code: codeInvalidParams, Message: "missing required 'notifications' field"})
+	want, asked := listenParams(body)
+	if !asked {
+		writeError(w, id, errListenParams)
 		return
 	}
 	cs, err := b.child.Open()
@@ -95,7 +91,7 @@ func (b *Bridge) serveListen(w http.ResponseWriter, r *http.Request, body, id []
 		return
 	}
 	defer cs.Close()
-	ok := agreed(*p.Params.Notifications, cs.Initialize())
+	ok := agreed(want, cs.Initialize())
 	for i, uri := range ok.ResourceSubscriptions {
 		req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "listen-" + strconv.Itoa(i), "method": "resources/subscribe", "params": map[string]string{"uri": uri}})
 		if err := cs.Send(req); err != nil {
@@ -103,16 +99,44 @@ func (b *Bridge) serveListen(w http.ResponseWriter, r *http.Request, body, id []
 			return
 		}
 	}
+	openListen(w, id, ok)
+	if ok.any() {
+		b.relayListen(w, r, cs, ok, id)
+	}
+	endListen(w, id)
+}
+
+// openListen opens the stream of the listen request id, which agreed to
+// ok, with its acknowledgement (SEP-2575).
+func openListen(w http.ResponseWriter, id []byte, ok subscriptions) {
 	startStream(w)
 	ack, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
 		"params": map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: id}, "notifications": ok}})
 	writeEvent(w, ack)
-	if ok.any() {
-		b.relayListen(w, r, cs, ok, id)
-	}
-	end := appendResult(nil, id, `{"resultType":"complete","_meta":{"`+metaSubscriptionID+`":`+string(id)+`}}`)
-	writeEvent(w, end)
 }
+
+// endListen ends the stream of the listen request id with its result.
+func endListen(w http.ResponseWriter, id []byte) {
+	writeEvent(w, appendResult(nil, id, `{"resultType":"complete","_meta":{"`+metaSubscriptionID+`":`+string(id)+`}}`))
+}
+
+// listenParams returns what a subscriptions/listen asks for; false when
+// it does not say (params.notifications is required).
+func listenParams(body []byte) (subscriptions, bool) {
+	var p struct {
+		Params struct {
+			Notifications *subscriptions `json:"notifications"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &p) != nil || p.Params.Notifications == nil {
+		return subscriptions{}, false
+	}
+	return *p.Params.Notifications, true
+}
+
+// errListenParams is the refusal of a listen that does not say what it
+// asks for.
+var errListenParams = &mcpmsg.Error{Status: http.StatusBadRequest, Code: codeInvalidParams, Message: "missing required 'notifications' field"}
 
 // relayListen writes the notifications of cs that s agreed to, tagged with
 // the listen's id, until the client leaves or the child's session ends.

@@ -246,11 +246,15 @@ func (x *Mux) routeServerRequest(id []byte, method string, msg []byte) (Route, e
 }
 
 // childNotification routes a notification: progress to the call whose
-// token it names (restored), list_changed to every session, the
-// cancellation of a server request to its session, anything else to the
-// one session with a call in flight, or to every session.
+// token it names (restored), one tagged with a subscriptions/listen to
+// that call, list_changed to every session, the cancellation of a server
+// request to its session, anything else to the one session with a call
+// in flight, or to every session.
 func (x *Mux) childNotification(f *frame, msg []byte) (Route, error) {
 	method := f.methodName()
+	if r, tagged, err := x.listenNotification(f); tagged || err != nil {
+		return r, err
+	}
 	switch {
 	case method == "notifications/progress":
 		at, err := f.param("progressToken")
@@ -284,6 +288,25 @@ func (x *Mux) childNotification(f *frame, msg []byte) (Route, error) {
 		return Route{}, nil
 	}
 	return x.otherNotification(msg), nil
+}
+
+// listenNotification routes a notification tagged with the id of a
+// subscriptions/listen in params._meta (SEP-2575: a server of the era
+// stamps the listen's request id there, the mux's id on the child) to
+// the session of that listen, the tag restored to the client's id; one
+// tagged with the id of no call in flight is dropped. It reports whether
+// the notification was tagged.
+func (x *Mux) listenNotification(f *frame) (Route, bool, error) {
+	at, err := subscriptionTag(f)
+	if err != nil || !at.present() {
+		return Route{}, false, err
+	}
+	up, err := strconv.ParseInt(string(f.raw(at)), 10, 64)
+	c, ok := x.pending[up]
+	if err != nil || !ok {
+		return Route{}, true, nil
+	}
+	return Route{To: c.session, Msg: splice(f.b, edit{at, c.id}, edit{}), ToolsChanged: f.methodName() == "notifications/tools/list_changed"}, true, nil
 }
 
 // otherNotification routes a notification of no call or subscription: to

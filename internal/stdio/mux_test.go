@@ -227,3 +227,40 @@ func TestMuxInvalidUTF8(t *testing.T) {
 		t.Errorf("routed %q, want it to hold %q", r.Msg, want)
 	}
 }
+
+// TestMuxRoutesListenNotifications: a notification the child tags with a
+// subscriptions/listen's id (SEP-2575) goes to that listen's session
+// alone, tagged with the client's id, even a list change, which untagged
+// goes to every session; one tagged with an id of no call is dropped.
+func TestMuxRoutesListenNotifications(t *testing.T) {
+	x := NewMux()
+	listen, _ := toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`)))
+	if _, err := x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":"l","method":"tools/call","params":{"name":"t"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	up := member(t, listen, "id")
+	tests := []struct {
+		msg  string
+		to   SessionID
+		tag  string
+		gone bool
+	}{
+		{msg: `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` + up + `},"notifications":{}}}`, to: 1, tag: `"l"`},
+		{msg: `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":` + up + `}}}`, to: 1, tag: `"l"`},
+		{msg: `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":999}}}`, gone: true},
+	}
+	for _, tt := range tests {
+		r, err := x.FromChild([]byte(tt.msg))
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", tt.msg, err)
+		case tt.gone && (r.Msg != nil || r.Broadcast):
+			t.Errorf("%s: routed %+v, want it dropped", tt.msg, r)
+		case !tt.gone && (r.Broadcast || r.To != tt.to || member(t, r.Msg, "params", "_meta", "io.modelcontextprotocol/subscriptionId") != tt.tag):
+			t.Errorf("%s: to %d (broadcast %v) as %s, want session %d tagged %s", tt.msg, r.To, r.Broadcast, r.Msg, tt.to, tt.tag)
+		}
+	}
+	if r, _ := x.FromChild([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); !r.Broadcast {
+		t.Errorf("an untagged list change: %+v, want it sent to every session", r)
+	}
+}

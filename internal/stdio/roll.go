@@ -61,6 +61,15 @@ func (r *Rolling) Child() *Child {
 	return r.cur.child
 }
 
+// StatelessChild returns the state of the current bridge's stateless
+// twin; false before it started, or without one.
+func (r *Rolling) StatelessChild() (Info, bool) {
+	r.mu.Lock()
+	cur := r.cur
+	r.mu.Unlock()
+	return cur.StatelessChild()
+}
+
 // SessionChildren returns the state of the per-session children of the
 // replica's bridges, the current one's and those draining.
 func (r *Rolling) SessionChildren() []Info {
@@ -89,13 +98,13 @@ func (r *Rolling) Replace(ctx context.Context, next *Bridge, grace time.Duration
 		}
 	}()
 	if err := next.child.Ready(ctx); err != nil {
-		next.child.Close()
+		next.Close()
 		return fmt.Errorf("replacing stdio child %s: %w", next.child.Name(), err)
 	}
 	r.mu.Lock()
 	if r.closed || r.retired {
 		r.mu.Unlock()
-		next.child.Close()
+		next.Close()
 		return fmt.Errorf("replacing stdio child %s: the replica is stopping", next.child.Name())
 	}
 	prev := r.cur
@@ -130,14 +139,14 @@ func (r *Rolling) drain(b *Bridge, grace time.Duration, done func()) {
 	end := time.Now().Add(grace)
 	t := time.NewTicker(drainPoll)
 	defer t.Stop()
-	for !drained(b.child.sessionCount(), time.Now(), end) {
+	for !drained(b.sessionCount(), time.Now(), end) {
 		select {
 		case <-r.stop:
 			end = time.Time{}
 		case <-t.C:
 		}
 	}
-	b.child.Close()
+	b.Close()
 	r.mu.Lock()
 	for i, o := range r.old {
 		if o == b {
@@ -168,7 +177,7 @@ func (r *Rolling) Close() {
 	cur := r.cur
 	r.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Go(cur.child.Close)
+	wg.Go(cur.Close)
 	r.wg.Wait()
 	wg.Wait()
 }

@@ -142,8 +142,13 @@ type Info struct {
 	Stderr []string
 	// StderrTotal counts that run's stderr lines, kept or not.
 	StderrTotal int64
-	// Initialize is the child's initialize result.
+	// Initialize is the child's initialize result (a stateless twin's:
+	// its server/discover result).
 	Initialize json.RawMessage
+	// Probe is a stateless twin's state: "probing", "native" (it serves
+	// 2026-07-28 requests) or "refused" (the server does not speak that
+	// era, and the twin stopped for good); "" for any other child.
+	Probe string
 }
 
 // Info returns the child's state now.
@@ -156,6 +161,9 @@ func (c *Child) Info() Info {
 	}
 	if c.stderr != nil {
 		i.Stderr, i.StderrTotal = c.stderr.last()
+	}
+	if c.opts.Stateless {
+		i.Probe = [...]string{probeUnknown: "probing", probeNative: "native", probeRefused: "refused"}[c.probe]
 	}
 	return i
 }

@@ -29,6 +29,14 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		w.WriteHeader(http.StatusAccepted) // nothing to notify without a session
 		return
 	}
+	tc := b.twin.serving()
+	if startsTwin(m.Method) {
+		tc = b.twin.native(r.Context())
+	}
+	if tc != nil {
+		b.serveNative(w, r, body, m, tc)
+		return
+	}
 	if e := checkStateless(m.Method, body, r.Header.Get(headerProtocol), []string{statelessVersion, b.childVersion()}); e != nil {
 		writeError(w, m.ID, e)
 		return
@@ -61,15 +69,32 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		writeError(w, m.ID, sendError(err))
 		return
 	}
-	go func() { // a dropped answer cancels the request (2026-07-28)
-		<-r.Context().Done()
-		_ = cs.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(m.ID) + `}}`))
-	}()
 	method, info := m.Method, b.serverInfo()
-	relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, relayOpts{
+	answered := relay(w, r, cs.Messages(), m.ID, b.child.opts.Name, relayOpts{
 		fix:    func(msg []byte) []byte { return toStateless(cs, method, info, msg) },
 		status: statelessStatus,
 	})
+	if !answered {
+		cancelCall(cs, m.ID)
+	}
+}
+
+// cancelCall tells the child that the call id of cs is cancelled (MCP
+// 2025-11-25, "Cancellation"): a dropped 2026-07-28 answer is the
+// request's cancel. It is sent before the session closes, for the mux
+// knows the call by its id only until then.
+func cancelCall(cs *Session, id []byte) {
+	_ = cs.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + string(id) + `}}`))
+}
+
+// startsTwin reports whether a 2026-07-28 request of method starts the
+// replica's stateless twin when it has not started yet: any but
+// server/discover and the lists, which the gateway itself sends every
+// replica (its health checks, its tool agreement), and which the child
+// answers alike by translation; so a fleet of older clients runs no
+// second process.
+func startsTwin(method string) bool {
+	return method != "server/discover" && !strings.HasSuffix(method, "/list")
 }
 
 // envelope is a JSON-RPC message, its members raw: for the translations
@@ -106,12 +131,8 @@ func toStateless(cs *Session, method string, info json.RawMessage, msg []byte) [
 	if err != nil {
 		return msg
 	}
-	if f.isRequest() {
-		_ = cs.Send(appendError(nil, f.rawID(), -32601, "the client speaks "+statelessVersion+", which has no server-to-client requests"))
+	if refuseOrDrop(cs, &f) {
 		return nil
-	}
-	if m := f.methodName(); strings.HasSuffix(m, "/list_changed") || m == "notifications/resources/updated" {
-		return nil // the era sends these on a subscriptions/listen stream alone (SEP-2575)
 	}
 	if !f.result.present() || f.b[f.result.start] != '{' {
 		return f.b

@@ -23,6 +23,7 @@ const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
 )
 
 // removedMethods are the methods the 2026-07-28 era has no more (SEP-2575):

@@ -37,7 +37,7 @@ func TestBridgeChecksParamHeaders(t *testing.T) {
 		t.Skip("starts a process")
 	}
 	c := startChild(t, "h", []string{"sh", "-c", headerChild}, nil)
-	srv := httptest.NewServer(NewBridge(c, 0, nil))
+	srv := httptest.NewServer(NewBridge(c, 0, nil, nil))
 	t.Cleanup(srv.Close)
 	call := func(tool, args string, headers map[string]string) (int, int) {
 		t.Helper()
