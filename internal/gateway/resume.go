@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -99,7 +100,8 @@ func (s *stream) sealOf(id *session.EventID) string {
 	return tok
 }
 
-// prime writes the priming event once, if the stream sends one.
+// prime writes the priming event once, if the stream sends one: its
+// sealed ID, the retry field and empty data.
 func (s *stream) prime(sw *sse.Writer) {
 	if s == nil || !s.primes {
 		return
@@ -115,6 +117,11 @@ func (s *stream) prime(sw *sse.Writer) {
 	// The stream is there to resume from now, before any event.
 	_ = s.g.recent.Append(context.Background(), s.key)
 	s.mu.Unlock()
+	// With the client's reconnection delay (SEP-1699's retry field): a
+	// client whose stream is cut waits as long as the gateway asks when it
+	// ends a stream itself, rather than its own default.
+	b = append(b, "\nretry: "...)
+	b = strconv.AppendInt(b, s.g.opts.ResumeRetry.Milliseconds(), 10)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if sw.WriteEvent(append(b, "\ndata: \n\n"...)) == nil {

@@ -171,8 +171,8 @@ func TestResumeMutateRunsOnce(t *testing.T) {
 }
 
 // TestEventIDsSealed: every event of a legacy POST stream carries one ID,
-// sealed for its session, at positions 0 (the gateway's priming event), 1,
-// 2, ... in order; a 2026-07-28 stream gets none.
+// sealed for its session, at positions 0 (the gateway's priming event,
+// with its retry field), 1, 2, ... in order; a 2026-07-28 stream gets none.
 func TestEventIDsSealed(t *testing.T) {
 	f := startFleet(t, 1, nil)
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
@@ -184,12 +184,21 @@ func TestEventIDsSealed(t *testing.T) {
 			"name": "sleep", "arguments": map[string]any{"seconds": 0.5, "progress_every": 0.1}, "_meta": map[string]any{"progressToken": "p"},
 		}, nil)
 		var ids []string
+		var first []string // the first event's lines
+		firstDone := false
 		for l := range lines(resp.Body) {
 			if id, ok := strings.CutPrefix(l, "id: "); ok {
 				ids = append(ids, id)
 			}
+			if !firstDone {
+				first = append(first, l)
+				firstDone = l == "" && len(first) > 1
+			}
 		}
 		resp.Body.Close()
+		if version == "2025-11-25" && !slices.Contains(first, "retry: 1000") {
+			t.Errorf("the priming event %q has no retry field of the gateway's 1 s (SEP-1699)", first)
+		}
 		if version == "2026-07-28" {
 			if len(ids) != 0 {
 				t.Errorf("a 2026-07-28 stream carries event IDs %q", ids)
