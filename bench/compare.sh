@@ -34,7 +34,9 @@
 # Allocations per request are each mcpfleet's go_memstats_mallocs_total
 # (its admin listener) over a run, divided by its requests. The load
 # generator's own CPU share (user+system time over the run, as a share of
-# all the machine's cores) is printed beside each run.
+# all the machine's cores) is printed beside each run. A second table splits
+# each target's CPU per request into user and system time and counts its
+# threads' context switches per request (from /proc), medians of the rounds.
 set -euo pipefail
 
 [[ $# -gt 0 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
@@ -129,6 +131,13 @@ LUA
 fi
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# cpu_split PID: its user and system ticks, then the voluntary and involuntary
+# context switches of all its threads (a thread that sleeps and is woken,
+# one that is preempted).
+cpu_split() {
+	awk '{printf "%s %s", $14, $15}' "/proc/$1/stat"
+	cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches/ {v += $2} /^nonvoluntary_ctxt_switches/ {n += $2} END {printf " %d %d\n", v, n}'
+}
 # mallocs N: the Go allocations of target N so far; "" for nginx.
 mallocs() {
 	[[ -n ${ADMIN[$1]:-} ]] || return 0
@@ -140,9 +149,15 @@ for round in $(seq "$ROUNDS"); do
 	for n in "${NAMES[@]}"; do
 		c0=$(cpu_ticks "${PID[$n]}")
 		m0=$(mallocs "$n")
+		read -r u0 s0 v0 i0 < <(cpu_split "${PID[$n]}")
 		loadgen "$WORK/wrk.txt" wrk -t"$THREADS" -c"$CONNS" -d"$DUR" --latency -s "$WORK/a.lua" "http://127.0.0.1:${PORT[$n]}/mcp" || true
 		c1=$(cpu_ticks "${PID[$n]}")
 		m1=$(mallocs "$n")
+		read -r u1 s1 v1 i1 < <(cpu_split "${PID[$n]}")
+		awk -v r="$round" -v n="$n" -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v v="$((v1 - v0))" -v i="$((i1 - i0))" -v tick="$TICK" '
+			/requests in/ {reqs=$1}
+			END {if (reqs > 0) printf "%s\t%s\t%.1f\t%.1f\t%.2f\t%.2f\n", r, n, u * 1e6 / tick / reqs, s * 1e6 / tick / reqs, v / reqs, i / reqs}' \
+			"$WORK/wrk.txt" >>"$WORK/split.tsv"
 		awk -v r="$round" -v n="$n" -v c="$((c1 - c0))" -v tick="$TICK" -v m0="$m0" -v m1="$m1" \
 			-v lg="$(cat "$WORK/loadgen.cpu")" -v dur="${DUR%s}" -v ncpu="$NCPU" '
 			function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
@@ -159,6 +174,14 @@ awk -F'\t' 'NR>1 {k=$2; if (!(k in c)) o[++m]=k; c[k]++; r[k,c[k]]=$3; q[k,c[k]]
 		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
 	END {for (i=1;i<=m;i++) {k=o[i]; printf "%s\t%.0f\t%.2f\t%.2f\t%.0f\t%s\t%.0f\n", k, med(r,k,c[k]), med(q,k,c[k]), med(p,k,c[k]), med(u,k,c[k]),
 		(a[k,1] == "-" ? "-" : sprintf("%.1f", med(a,k,c[k]))), med(g,k,c[k])}}' "$WORK/runs.tsv" | column -t -s $'\t'
+echo
+echo "== where the CPU goes, medians (user us, system us, voluntary and involuntary context switches, per request) =="
+awk -F'\t' '{k=$2; if (!(k in c)) o[++m]=k; c[k]++; u[k,c[k]]=$3; s[k,c[k]]=$4; v[k,c[k]]=$5; i[k,c[k]]=$6}
+	function med(a, k, n,   i, j, t, v) { for (i=1;i<=n;i++) v[i]=a[k,i]+0
+		for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (v[j]<v[i]) {t=v[i]; v[i]=v[j]; v[j]=t}
+		return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
+	END {for (x=1;x<=m;x++) {k=o[x]; printf "%s\t%.1f\t%.1f\t%.2f\t%.2f\n", k, med(u,k,c[k]), med(s,k,c[k]), med(v,k,c[k]), med(i,k,c[k])}}' \
+	"$WORK/split.tsv" | column -t -s $'\t'
 
 [[ -n ${STRACE:-} && -n ${ACCESS_LOG:-} ]] || exit 0
 command -v strace >/dev/null || { echo "strace not found (apt-get install strace): no system call counts" >&2; exit 0; }
