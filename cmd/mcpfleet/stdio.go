@@ -137,7 +137,7 @@ func startPool(u *config.Upstream, cfg *config.Config, log *slog.Logger) *stdio.
 	}
 	lo, hi, _ := config.ParseBackoff(s.RestartBackoff) // kidSpecs checked it
 	return stdio.NewPool(stdio.PoolOptions{
-		Name: u.StdioName(), MaxSessions: s.MaxSessions, Warm: s.Warm,
+		Name: u.StdioName(), MaxSessions: s.MaxSessions, Warm: s.WarmChildren(),
 		IdleTimeout: time.Duration(s.IdleTimeout), MaxAge: time.Duration(cfg.SessionMaxAge),
 		Backoff: stdio.Backoff{Min: lo, Max: hi}, Logger: log,
 		Child: func(name string) (stdio.Options, error) { return childOptions(name, &s, cfg, lo, hi, log) },

@@ -42,7 +42,7 @@ func perSessionOf(s *config.Stdio) perSession {
 	if !s.PerSession {
 		return perSession{}
 	}
-	return perSession{on: true, max: s.MaxSessions, warm: s.Warm, idleTimeout: time.Duration(s.IdleTimeout)}
+	return perSession{on: true, max: s.MaxSessions, warm: s.WarmChildren(), idleTimeout: time.Duration(s.IdleTimeout)}
 }
 
 func (k *stdioKid) name() string { return k.opts.Name }

@@ -29,8 +29,9 @@ type Stdio struct {
 	PerSession bool `yaml:"per_session"`
 	// MaxSessions bounds the children of per_session; 0 means 64.
 	MaxSessions int `yaml:"max_sessions"`
-	// Warm is how many per_session children wait started; 0 means 1.
-	Warm int `yaml:"warm"`
+	// Warm is how many per_session children wait started; nil means 1,
+	// 0 none (each session's child starts at its initialize).
+	Warm *int `yaml:"warm"`
 	// IdleTimeout ends a per_session child after this long without a
 	// request; 0 means 10m.
 	IdleTimeout Duration `yaml:"idle_timeout"`
@@ -47,6 +48,15 @@ type Stdio struct {
 	// request, that serves them in that era itself when the server speaks
 	// it; false translates them on the child. nil means true.
 	NativeStateless *bool `yaml:"native_stateless"`
+}
+
+// WarmChildren is how many per_session children wait started (warm, 1
+// unless set).
+func (s Stdio) WarmChildren() int {
+	if s.Warm == nil {
+		return DefaultStdioWarm
+	}
+	return *s.Warm
 }
 
 // Native reports whether the upstream's children get stateless twins
@@ -76,7 +86,6 @@ func (s Stdio) WithDefaults() Stdio {
 	}
 	def(&s.Processes, DefaultStdioProcesses)
 	def(&s.MaxSessions, DefaultStdioMaxSessions)
-	def(&s.Warm, DefaultStdioWarm)
 	def(&s.StderrLines, DefaultStdioStderrLines)
 	if s.IdleTimeout == 0 {
 		s.IdleTimeout = Duration(DefaultStdioIdleTimeout)
@@ -141,7 +150,7 @@ func validateStdio(key string, u *Upstream, bad func(string, string, ...any)) {
 		}
 	}
 	validatePerSession(key, s, bad)
-	nonNeg := map[string]int{"processes": s.Processes, "max_sessions": s.MaxSessions, "warm": s.Warm, "stderr_lines": s.StderrLines}
+	nonNeg := map[string]int{"processes": s.Processes, "max_sessions": s.MaxSessions, "warm": s.WarmChildren(), "stderr_lines": s.StderrLines}
 	for k, v := range nonNeg {
 		if v < 0 || v > 10000 {
 			bad(key+".stdio."+k, "want 0 (the default) to 10000, got %d", v)
@@ -165,7 +174,7 @@ func validateStdio(key string, u *Upstream, bad func(string, string, ...any)) {
 // ignored.
 func validatePerSession(key string, s Stdio, bad func(string, string, ...any)) {
 	if !s.PerSession {
-		for k, set := range map[string]bool{"max_sessions": s.MaxSessions != 0, "warm": s.Warm != 0, "idle_timeout": s.IdleTimeout != 0} {
+		for k, set := range map[string]bool{"max_sessions": s.MaxSessions != 0, "warm": s.Warm != nil, "idle_timeout": s.IdleTimeout != 0} {
 			if set {
 				bad(key+".stdio."+k, "applies to one child per session only: set per_session: true, or remove it")
 			}
@@ -173,8 +182,8 @@ func validatePerSession(key string, s Stdio, bad func(string, string, ...any)) {
 		return
 	}
 	d := s.WithDefaults()
-	if d.Warm > d.MaxSessions {
-		bad(key+".stdio.warm", "want at most max_sessions (%d) children kept warm, got %d", d.MaxSessions, d.Warm)
+	if d.WarmChildren() > d.MaxSessions {
+		bad(key+".stdio.warm", "want at most max_sessions (%d) children kept warm, got %d", d.MaxSessions, d.WarmChildren())
 	}
 	if s.IdleTimeout != 0 && s.IdleTimeout < Duration(100*time.Millisecond) {
 		bad(key+".stdio.idle_timeout", "want at least 100ms (or 0 for the default, 10m), got %s", s.IdleTimeout)

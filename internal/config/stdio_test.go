@@ -24,7 +24,7 @@ upstreams:
 	u := c.Upstreams[0]
 	s := u.Stdio.WithDefaults()
 	if !u.IsStdio() || c.Upstreams[1].IsStdio() || u.StdioName() != "memory" || s.Processes != 3 || s.MaxLineBytes != 1<<20 ||
-		s.MaxSessions != 64 || s.Warm != 1 || s.StderrLines != 200 || time.Duration(s.IdleTimeout) != 10*time.Minute {
+		s.MaxSessions != 64 || s.WarmChildren() != 1 || s.StderrLines != 200 || time.Duration(s.IdleTimeout) != 10*time.Minute {
 		t.Errorf("decoded %+v, defaults %+v", u, s)
 	}
 	lo, hi, err := ParseBackoff(s.RestartBackoff)
@@ -39,8 +39,29 @@ func TestStdioPerSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Upstreams[0].Stdio.WithDefaults()
-	if !s.PerSession || s.MaxSessions != 8 || s.Warm != 2 || time.Duration(s.IdleTimeout) != 30*time.Second || s.Processes != 2 {
+	if !s.PerSession || s.MaxSessions != 8 || s.WarmChildren() != 2 || time.Duration(s.IdleTimeout) != 30*time.Second || s.Processes != 2 {
 		t.Errorf("decoded %+v", s)
+	}
+}
+
+// TestStdioWarm: warm unset keeps one child ready; warm: 0 keeps none (each
+// session's child starts at its initialize), where it once meant 1.
+func TestStdioWarm(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want int
+	}{
+		{"upstreams: [{name: mem, stdio: {command: [srv], per_session: true}}]", 1},
+		{"upstreams: [{name: mem, stdio: {command: [srv], per_session: true, warm: 0}}]", 0},
+		{"upstreams: [{name: mem, stdio: {command: [srv], per_session: true, warm: 3}}]", 3},
+	} {
+		c, err := Parse([]byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.yaml, err)
+		}
+		if got := c.Upstreams[0].Stdio.WithDefaults().WarmChildren(); got != tt.want {
+			t.Errorf("%s: %d warm children, want %d", tt.yaml, got, tt.want)
+		}
 	}
 }
 
@@ -57,6 +78,8 @@ func TestStdioUpstreamErrors(t *testing.T) {
 		{"upstreams: [{stdio: {command: [x], procesess: 2}}]", "procesess"},
 		{"upstreams: [{stdio: {command: [x], max_sessions: 8}}]", "upstreams[0].stdio.max_sessions: applies to one child per session only"},
 		{"upstreams: [{stdio: {command: [x], idle_timeout: 1m}}]", "upstreams[0].stdio.idle_timeout: applies to one child per session only"},
+		{"upstreams: [{stdio: {command: [x], warm: 0}}]", "upstreams[0].stdio.warm: applies to one child per session only"},
+		{"upstreams: [{stdio: {command: [x], per_session: true, warm: -1}}]", "upstreams[0].stdio.warm: want 0"},
 		{"upstreams: [{stdio: {command: [x], per_session: true, max_sessions: 2, warm: 3}}]", "upstreams[0].stdio.warm: want at most max_sessions (2) children kept warm, got 3"},
 		{"upstreams: [{stdio: {command: [x], per_session: true, max_sessions: -1}}]", "upstreams[0].stdio.max_sessions: want 0"},
 		{"upstreams: [{stdio: {command: [x], per_session: true, idle_timeout: 10ms}}]", "upstreams[0].stdio.idle_timeout: want at least 100ms"},

@@ -98,6 +98,26 @@ func TestPoolLeases(t *testing.T) {
 	}
 }
 
+// TestPoolNoneWarm: with warm 0 no child waits: a lease starts its own
+// child and waits for its initialize, and none starts after it ends.
+func TestPoolNoneWarm(t *testing.T) {
+	needBin(t)
+	p := newTestPool(t, 2, 0)
+	time.Sleep(200 * time.Millisecond) // a warm child would be starting by now
+	if w := p.Warm(); len(w) != 0 {
+		t.Fatalf("warm children with warm 0: %v", w)
+	}
+	l := takeLease(t, p)
+	if got := callTool(t, l.Session(), "1", "whoami", "{}", 5*time.Second); !answerHolds(got, l.Child().Name()) {
+		t.Errorf("whoami on %s: %v", l.Child().Name(), got)
+	}
+	l.Close()
+	time.Sleep(200 * time.Millisecond)
+	if w := p.Warm(); len(w) != 0 {
+		t.Errorf("a child started after the lease with warm 0: %v", w)
+	}
+}
+
 // TestPoolChildNotRestarted: a leased child that is killed ends its
 // session (a pending call gets replica_lost) and is not started again.
 func TestPoolChildNotRestarted(t *testing.T) {
