@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // TwinSuffix ends the name of a replica's stateless twin: the twin of
@@ -105,10 +106,22 @@ type twin struct {
 	// clients' (listenhub.go).
 	hub listenHub
 
-	mu     sync.Mutex // guards the fields below
-	child  *Child     // nil before the first 2026-07-28 request
-	closed bool
+	// wait bounds how long after the twin's start requests wait for its
+	// probe (twinWait; tests shorten it).
+	wait time.Duration
+
+	mu      sync.Mutex // guards the fields below
+	child   *Child     // nil before the first 2026-07-28 request
+	started time.Time  // when child was started
+	closed  bool
 }
+
+// twinWait is how long after a twin starts the 2026-07-28 requests wait for
+// its probe's answer. A server that answers no request before initialize
+// (some drop them) would otherwise hold them for the whole init timeout;
+// past it they are translated on the child while the probe goes on, and a
+// request that comes later does not wait at all.
+const twinWait = 10 * time.Second
 
 func newTwin(opts *Options) *twin {
 	if opts == nil {
@@ -116,23 +129,23 @@ func newTwin(opts *Options) *twin {
 	}
 	o := *opts
 	o.Stateless, o.Once = true, false
-	return &twin{opts: o}
+	return &twin{opts: o, wait: twinWait}
 }
 
 // native returns the child that serves a 2026-07-28 request natively,
-// starting it at the first call and waiting while its probe runs (at most
-// its init timeout, or until ctx ends); nil when the server does not
-// speak 2026-07-28, or the twin is off or stopped: the request is then
-// translated.
+// starting it at the first call and waiting while its probe runs (until
+// the twin's wait has passed since its start, or ctx ends); nil when the
+// server does not speak 2026-07-28, has not said so in time, or the twin
+// is off or stopped: the request is then translated.
 func (t *twin) native(ctx context.Context) *Child {
 	if t == nil {
 		return nil
 	}
 	t.mu.Lock()
 	if t.child == nil && !t.closed {
-		t.child = Start(t.opts)
+		t.child, t.started = Start(t.opts), time.Now()
 	}
-	c := t.child
+	c, until := t.child, t.started.Add(t.wait)
 	t.mu.Unlock()
 	if c == nil {
 		return nil
@@ -143,6 +156,8 @@ func (t *twin) native(ctx context.Context) *Child {
 	case probeRefused:
 		return nil
 	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
 	_ = c.Ready(ctx)
 	if c.probed() != probeNative {
 		return nil

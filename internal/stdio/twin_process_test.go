@@ -185,13 +185,14 @@ func mustJSON(v any) []byte {
 
 // notNativeChild is a stdio server in sh of 2025-11-25 alone: it answers
 // initialize, tools/list and tools/call (with "ran"), and server/discover
-// as DISCOVER says: "error" with an error, "exit" by exiting. Each start
-// appends a line to the file STARTS names.
+// as DISCOVER says: "error" with an error, "exit" by exiting, "silent" not
+// at all. Each start appends a line to the file STARTS names.
 const notNativeChild = `echo start >> "$STARTS"
 while read l; do
 	id=$(printf '%s\n' "$l" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
 	case "$l" in
 	*'"server/discover"'*) [ "$DISCOVER" = exit ] && exit 3
+		[ "$DISCOVER" = silent ] && continue
 		echo '{"jsonrpc":"2.0","id":"mcpfleet-discover","error":{"code":-32601,"message":"method not found"}}';;
 	*'"initialize"'*) echo '{"jsonrpc":"2.0","id":"mcpfleet-initialize","result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}';;
 	*'"tools/list"'*) echo '{"jsonrpc":"2.0","id":'"$id"',"result":{"tools":[]}}';;
@@ -234,6 +235,38 @@ func TestTwinFallsBackOnce(t *testing.T) {
 				t.Errorf("the replica's child started %d times, want 1", n)
 			}
 		})
+	}
+}
+
+// TestTwinSilentProbeHoldsNothing: a server that never answers the twin's
+// probe (some answer no request before initialize) holds the first
+// 2026-07-28 requests only for the twin's wait, not its init timeout: they
+// are translated on the child, and those after it do not wait at all.
+func TestTwinSilentProbeHoldsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	dir := t.TempDir()
+	b, url := twinBridge(t, "q-1", []string{"sh", "-c", notNativeChild}, map[string]string{"DISCOVER": "silent", "STARTS": filepath.Join(dir, "{child}")})
+	b.twin.wait = 500 * time.Millisecond // the init timeout is 10 s
+	call := func(what string, within time.Duration) {
+		start := time.Now()
+		status, m := post2026(t, url, "tools/call", `{"name":"t","arguments":{}}`)
+		if took := time.Since(start); status != http.StatusOK || text(m) != "ran" || took > within {
+			t.Errorf("%s: %d %v after %v, want it translated within %v", what, status, m, took, within)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { call("a call beside the probe", 5*time.Second) })
+	}
+	wg.Wait()
+	for range 3 {
+		call("a later call", 2*time.Second)
+	}
+	info, ok := b.StatelessChild()
+	if n := lines(t, filepath.Join(dir, "q-1-2026")); !ok || info.Probe != "probing" || n != 1 {
+		t.Errorf("twin: %+v, started %d times; want one start, still probing", info, n)
 	}
 }
 
