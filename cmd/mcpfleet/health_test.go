@@ -40,7 +40,7 @@ func TestHealthCommand(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	refused := "http://" + testproc.FreeAddr(t) + "/healthz"
+	refused := "http://" + testproc.RefusedAddr(t) + "/healthz"
 
 	tests := []struct {
 		name string

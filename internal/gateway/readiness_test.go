@@ -96,7 +96,7 @@ func TestReadyzWaitsForTheFirstChecks(t *testing.T) {
 // not ready, as one failed first check takes a replica down.
 func TestReadyzStaysUnreadyWithEveryReplicaDead(t *testing.T) {
 	specs := []upstream.Spec{
-		{Name: "refused", URL: "http://" + testproc.FreeAddr(t) + "/mcp"},
+		{Name: "refused", URL: "http://" + testproc.RefusedAddr(t) + "/mcp"},
 		{Name: "silent", URL: silentURL(t)},
 	}
 	gw := startGatewayOn(t, specs, &Options{HealthCheckInterval: 400 * time.Millisecond, HealthCheckTimeout: 200 * time.Millisecond}, io.Discard)

@@ -19,7 +19,7 @@ import (
 // refusedURL returns a loopback URL on which nothing listens.
 func refusedURL(t *testing.T) string {
 	t.Helper()
-	return "http://" + testproc.FreeAddr(t) + "/mcp" // free a moment ago: nothing listens
+	return "http://" + testproc.RefusedAddr(t) + "/mcp" // held, never listening: refused for the whole test
 }
 
 func liveReplica(t *testing.T, name string) (*testserver.Server, string) {

@@ -20,7 +20,7 @@ import (
 // refusedURL returns an endpoint on a loopback port nothing listens on.
 func refusedURL(t *testing.T) string {
 	t.Helper()
-	return "http://" + testproc.FreeAddr(t) + "/mcp" // free a moment ago: nothing listens
+	return "http://" + testproc.RefusedAddr(t) + "/mcp" // held, never listening: refused for the whole test
 }
 
 // fakeServer serves h on loopback and returns its /mcp endpoint.
