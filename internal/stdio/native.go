@@ -20,15 +20,8 @@ import (
 // included. A dropped answer is the request's cancel.
 func (b *Bridge) serveNative(w http.ResponseWriter, r *http.Request, body []byte, m *mcpmsg.Message, tc *Child) {
 	discovered, _ := tc.initialized()
-	if e := checkStateless(m.Method, body, r.Header.Get(headerProtocol), supportedVersions(discovered)); e != nil {
-		writeError(w, m.ID, e)
+	if b.refuseStateless(w, r, body, m, supportedVersions(discovered)) {
 		return
-	}
-	if m.Method == "tools/call" {
-		if e := b.checkParams(r, body, m.Name); e != nil {
-			writeError(w, m.ID, e)
-			return
-		}
 	}
 	switch m.Method {
 	case "server/discover":

@@ -37,15 +37,8 @@ func (b *Bridge) serveStateless(w http.ResponseWriter, r *http.Request, body []b
 		b.serveNative(w, r, body, m, tc)
 		return
 	}
-	if e := checkStateless(m.Method, body, r.Header.Get(headerProtocol), []string{statelessVersion, b.childVersion()}); e != nil {
-		writeError(w, m.ID, e)
+	if b.refuseStateless(w, r, body, m, []string{statelessVersion, b.childVersion()}) {
 		return
-	}
-	if m.Method == "tools/call" {
-		if e := b.checkParams(r, body, m.Name); e != nil {
-			writeError(w, m.ID, e)
-			return
-		}
 	}
 	if m.Method == "server/discover" {
 		b.discover(w, m.ID)
@@ -95,6 +88,22 @@ func cancelCall(cs *Session, id []byte) {
 // second process.
 func startsTwin(method string) bool {
 	return method != "server/discover" && !strings.HasSuffix(method, "/list")
+}
+
+// refuseStateless answers a 2026-07-28 request that a server of the era,
+// supporting versions, would refuse, and reports whether it did: the
+// era's checks (checkStateless) and, for a tools/call, its Mcp-Param-*
+// headers against the tool (checkParams).
+func (b *Bridge) refuseStateless(w http.ResponseWriter, r *http.Request, body []byte, m *mcpmsg.Message, versions []string) bool {
+	e := checkStateless(m.Method, body, r.Header.Get(headerProtocol), versions)
+	if e == nil && m.Method == "tools/call" {
+		e = b.checkParams(r, body, m.Name)
+	}
+	if e != nil {
+		writeError(w, m.ID, e)
+		return true
+	}
+	return false
 }
 
 // envelope is a JSON-RPC message, its members raw: for the translations

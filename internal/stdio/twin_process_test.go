@@ -81,6 +81,20 @@ func twinBridge(t *testing.T, name string, argv []string, env map[string]string)
 	return b, srv.URL + mcpPath
 }
 
+// do2026 POSTs body as a 2026-07-28 client does, taking JSON or a stream.
+func do2026(t *testing.T, ctx context.Context, url, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(headerProtocol, "2026-07-28")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // post2026 POSTs a 2026-07-28 request of method with params (the era's
 // _meta added) and returns the status and the answer, read from an SSE
 // stream's last event when it came on one.
@@ -92,14 +106,7 @@ func post2026(t *testing.T, url, method, params string) (int, map[string]any) {
 	} else {
 		params = strings.TrimSuffix(params, "}") + "," + meta + "}"
 	}
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":`+params+`}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerProtocol, "2026-07-28")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := do2026(t, context.Background(), url, `{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":`+params+`}`)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if i := strings.LastIndex(string(b), "data: "); i >= 0 {
@@ -278,14 +285,7 @@ func openListen2026(t *testing.T, url, id string) (<-chan map[string]any, func()
 	ctx, cancel := context.WithCancel(context.Background())
 	body := `{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(headerProtocol, "2026-07-28")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := do2026(t, ctx, url, body)
 	ch := make(chan map[string]any, 16)
 	go func() {
 		defer close(ch)
