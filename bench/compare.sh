@@ -37,6 +37,9 @@
 # all the machine's cores) is printed beside each run. A second table splits
 # each target's CPU per request into user and system time and counts its
 # threads' context switches per request (from /proc), medians of the rounds.
+# FLOOR (set: also run bench/floor, the least a Go proxy with a goroutine
+# per connection costs a request, as the target "floor", built from this
+# tree: docs/BENCHMARKS.md, "The floor of a goroutine per connection").
 set -euo pipefail
 
 [[ $# -gt 0 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
@@ -71,7 +74,12 @@ for p in "${B[@]}"; do UPS+=(--upstream "http://127.0.0.1:$p/mcp"); done
 
 declare -A PORT PID ADMIN
 NAMES=()
-for spec in "$@"; do
+SPECS=("$@")
+if [[ -n ${FLOOR:-} ]]; then
+	(cd "$ROOT" && go build -o "$WORK/floor" ./bench/floor)
+	SPECS+=("floor=$WORK/floor")
+fi
+for spec in "${SPECS[@]}"; do
 	name=${spec%%=*}
 	rest=${spec#*=}
 	envs=()
