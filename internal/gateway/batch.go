@@ -53,6 +53,8 @@ func (g *Gateway) splitBatch(q *request) *mcpmsg.Error {
 			Message: "a JSON-RPC batch may hold at most " + strconv.Itoa(g.opts.MaxBatch) + " messages (max_batch)"}
 	case errors.Is(err, mcpmsg.ErrParse):
 		return errParse
+	case errors.Is(err, mcpmsg.ErrDuplicateMember):
+		return errTwice
 	case err != nil:
 		return errInvalidRequest
 	}

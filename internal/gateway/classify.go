@@ -110,6 +110,8 @@ func parseMessage(body []byte) (mcpmsg.Message, *mcpmsg.Error) {
 		return msg, nil
 	case errors.Is(err, mcpmsg.ErrParse):
 		return msg, errParse
+	case errors.Is(err, mcpmsg.ErrDuplicateMember):
+		return msg, errTwice
 	}
 	return msg, errInvalidRequest
 }

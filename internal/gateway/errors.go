@@ -16,6 +16,10 @@ var (
 	errBodyRead        = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeParseError, Message: "reading request body failed"}
 	errParse           = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeParseError, Message: "parse error"}
 	errInvalidRequest  = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "invalid request"}
+	// errTwice: the message, its params or their _meta name a member twice.
+	// The member is not named back: the answer repeats nothing of the
+	// body.
+	errTwice           = &mcpmsg.Error{Status: http.StatusBadRequest, Code: mcpmsg.CodeInvalidRequest, Message: "invalid request: a JSON object names one member twice"}
 	errUnreachable     = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "no replica could be reached"}
 	errAfterDelivery   = &mcpmsg.Error{Status: http.StatusBadGateway, Code: mcpmsg.CodeInternalError, Message: "replica failed after the request was delivered; not retried"}
 	errHost            = &mcpmsg.Error{Status: http.StatusForbidden, Code: mcpmsg.CodeInvalidRequest, Message: "host not allowed (DNS rebinding protection)"}

@@ -57,6 +57,25 @@ func TestGatewayRejects(t *testing.T) {
 			t.Errorf("method mismatch: got %d %d, want 400 -32020", resp.StatusCode, code)
 		}
 	})
+	t.Run("a member named twice is 400 -32600, saying so", func(t *testing.T) {
+		for name, body := range map[string]string{
+			"message": `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"echo"}}`,
+			"params":  `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"secret-tool"}}`,
+			"batch":   `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"id":3,"method":"ping"}]`,
+		} {
+			resp, err := http.Post(f.url(), "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, msg := rpcError(t, resp)
+			if resp.StatusCode != 400 || code != -32600 || msg != errTwice.Message {
+				t.Errorf("%s: got %d %d %q, want 400 -32600 %q", name, resp.StatusCode, code, msg, errTwice.Message)
+			}
+			if strings.Contains(msg, "secret") || strings.Contains(msg, `"name"`) {
+				t.Errorf("%s: the answer repeats the body: %q", name, msg)
+			}
+		}
+	})
 	t.Run("bad json is 400 -32700", func(t *testing.T) {
 		resp, err := http.Post(f.url(), "application/json", strings.NewReader(`{"jsonrpc":`))
 		if err != nil {
