@@ -1,13 +1,13 @@
 package mcpmsg
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -51,7 +51,16 @@ func canonValue(dst, v []byte, dropMeta bool) ([]byte, error) {
 	case '[':
 		return canonArray(dst, v)
 	case '"':
-		s, err := rawString(v)
+		_, escaped, err := scanString(v, 0)
+		if err != nil {
+			return nil, err
+		}
+		if !escaped {
+			// The raw contents are the string: spelt as AppendString
+			// would, without decoding them first.
+			return appendStringBytes(dst, v[1:len(v)-1]), nil
+		}
+		s, err := stringValue(v, true)
 		if err != nil {
 			return nil, err
 		}
@@ -62,27 +71,27 @@ func canonValue(dst, v []byte, dropMeta bool) ([]byte, error) {
 
 func canonObject(dst, v []byte, dropMeta bool) ([]byte, error) {
 	type member struct {
-		key string
-		val []byte
+		key, val []byte // key decoded: the raw bytes when it has no escape
 	}
-	var members []member
+	var room [8]member
+	members := room[:0]
 	_, err := eachMember(v, 0, 0, func(key []byte, s, e int) error {
 		if dropMeta && string(key) == "_meta" {
 			return nil
 		}
-		members = append(members, member{string(key), v[s:e]})
+		members = append(members, member{key, v[s:e]})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 	dst = append(dst, '{')
 	for n, m := range members {
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(AppendString(dst, m.key), ':')
+		dst = append(appendStringBytes(dst, m.key), ':')
 		if dst, err = canonValue(dst, m.val, false); err != nil {
 			return nil, err
 		}
@@ -120,6 +129,21 @@ func AppendString(dst []byte, s string) []byte {
 		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&', c == 0xE2: // 0xE2: U+2028, U+2029
 			b, _ := json.Marshal(s) // a string always marshals
 			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// appendStringBytes is AppendString for a string held as bytes: those
+// with nothing to escape, the most, are appended without a copy to a
+// string first.
+func appendStringBytes(dst, s []byte) []byte {
+	for _, c := range s {
+		switch {
+		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&', c == 0xE2:
+			return AppendString(dst, string(s))
 		}
 	}
 	dst = append(dst, '"')
@@ -217,20 +241,22 @@ func RequestDigest(body []byte) string {
 			return nil
 		})
 	}
-	h := sha256.New()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(method)))
-	h.Write(n[:])
-	h.Write(method)
-	switch c, err := canonical(nil, params, true); {
+	// What is hashed, built in one buffer (room for most calls on the
+	// stack): the method's length and the method, then a tag and the
+	// params, canonical ('c') or as written ('w'), or no params ('-').
+	var room [1024]byte
+	b := binary.BigEndian.AppendUint64(room[:0], uint64(len(method)))
+	b = append(b, method...)
+	switch c, err := canonical(append(b, 'c'), params, true); {
 	case params == nil:
-		h.Write([]byte{'-'})
+		b = append(b, '-')
 	case err == nil:
-		h.Write([]byte{'c'})
-		h.Write(c)
+		b = c
 	default:
-		h.Write([]byte{'w'})
-		h.Write(params)
+		b = append(append(b, 'w'), params...)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }

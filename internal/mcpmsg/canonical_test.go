@@ -116,3 +116,21 @@ func decodeAny(t *testing.T, raw []byte) any {
 	}
 	return v
 }
+
+// TestRequestDigestStable pins digests: gateways of two versions share
+// idempotency records through the store during a rolling deploy, so a
+// change of spelling would make one's retry look like another call to
+// the other (key_reused).
+func TestRequestDigestStable(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search","arguments":{"query":"lorem <b> & \u2028 \"q\" é","limit":10,"z":[1,{"b":2,"a":"x\\y"}],"filters":{"lang":["en","fr"],"since":"2026-01-01"}},"_meta":{"progressToken":"p-1"}}}`: "7fab36c6e8fca7a9633a39c05311ebb7ca0e7f1efb34eec41fb8704bbc44cb99",
+		`{"method":"tools/call"}`: "7180c0af90cc6d1f9ba8c27a3644618d81288e7ec8b279758927186224008853",
+		`{"method":"tools/call","params":{"b\u0041":1,"bA":2,"a":null}}`: "b199d4ab163c33e24d36869956d9152f0adc1e889dbc7e4bd5bfa86cdb1b5060",
+		`{"method":"x","params":{"s":"\ud800"}}`:                         "9acd797f7449374e21e7f85f0b1b53263b07e983b5c3bdddcd9857f615f170cd",
+		`{"method":"x","params":[1, 2 ,{"k":"v"}]}`:                      "daeac281ad0b1409bcc8fb25e0138ab95f60a1171363d208a4bc5b37e01a396d",
+	} {
+		if got := RequestDigest([]byte(body)); got != want {
+			t.Errorf("RequestDigest(%s) = %s, want %s", body, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package mcpmsg
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -114,7 +115,15 @@ func skipDigits(b []byte, i int) int {
 // offset past the closing quote and whether the string holds escapes (then
 // its raw bytes must be unquoted before use).
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
-	for i++; i < len(b); i++ {
+	for i++; ; i++ {
+		// Eight bytes at a time over the string's plain run: none is a
+		// quote, a backslash or a control character.
+		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		if i >= len(b) {
+			return 0, false, errSyntax
+		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, escaped, nil
@@ -138,7 +147,16 @@ func scanString(b []byte, i int) (end int, escaped bool, err error) {
 			return 0, false, errSyntax
 		}
 	}
-	return 0, false, errSyntax
+}
+
+// special8 reports whether one of the eight bytes in x is a quote, a
+// backslash or below 0x20 (the bit tricks of "Bit Twiddling Hacks",
+// "Determine if a word has a zero byte" and "... a byte less than n",
+// which are exact about whether one is there).
+func special8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x)&highs != 0
 }
 
 func isHex4(b []byte) bool {
