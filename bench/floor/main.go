@@ -11,9 +11,15 @@
 //	go build -o /tmp/floor ./bench/floor
 //	ACCESS_LOG=1 LIGHT=1 bash bench/compare.sh mcpfleet=/tmp/mcpfleet floor=/tmp/floor
 //
-// It takes mcpfleet serve's flags that compare.sh passes (serve --listen,
-// --admin, --log-level, --upstream; others are ignored) and serves the Go
-// runtime's allocation count on --admin's /metrics, as mcpfleet does.
+// With --tls-cert-file and --tls-key-file it serves HTTP/1.1 and HTTP/2
+// over TLS through net/http's server instead, a handler relaying each
+// request the same way over a pool of kept-alive replica connections: the
+// floor of bench/tls.sh's targets (bash bench/tls.sh floor=/tmp/floor).
+//
+// It takes mcpfleet serve's flags that the scripts pass (serve --listen,
+// --admin, --log-level, --upstream, --tls-cert-file, --tls-key-file;
+// others are ignored) and serves the Go runtime's allocation count on
+// --admin's /metrics, as mcpfleet does.
 package main
 
 import (
@@ -27,6 +33,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -34,7 +41,7 @@ import (
 )
 
 func main() {
-	var listen, admin, level string
+	var listen, admin, level, cert, key string
 	var ups []string
 	args := os.Args[1:]
 	if len(args) > 0 && args[0] == "serve" {
@@ -48,6 +55,10 @@ func main() {
 			admin = args[i+1]
 		case "--log-level":
 			level = args[i+1]
+		case "--tls-cert-file":
+			cert = args[i+1]
+		case "--tls-key-file":
+			key = args[i+1]
 		case "--upstream":
 			u, err := url.Parse(args[i+1])
 			if err != nil {
@@ -68,6 +79,10 @@ func main() {
 	var lw *lineWriter
 	if level == "info" || level == "debug" {
 		lw = newLineWriter(os.Stderr)
+	}
+	if cert != "" {
+		serveTLS(listen, cert, key, ups, lw)
+		return
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -124,16 +139,81 @@ func serve(c net.Conn, up string, lw *lineWriter) {
 	}
 }
 
+// serveTLS serves HTTP/1.1 and HTTP/2 over TLS with net/http's server,
+// relaying each request over a pool of kept-alive connections to the
+// replicas.
+func serveTLS(listen, cert, key string, ups []string, lw *lineWriter) {
+	pool := make(chan *upConn, 256)
+	var next atomic.Uint64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		var u *upConn
+		select {
+		case u = <-pool:
+		default:
+			c, err := net.Dial("tcp", ups[next.Add(1)%uint64(len(ups))])
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			u = &upConn{c: c, br: bufio.NewReaderSize(c, 4096)}
+		}
+		u.req = fmt.Appendf(u.req[:0], "POST /mcp HTTP/1.1\r\nHost: upstream\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n", len(body))
+		u.req = append(u.req, body...)
+		if _, err := u.c.Write(u.req); err != nil {
+			u.c.Close()
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		var at int
+		if u.resp, at, err = readMessageAt(u.br, u.resp[:0]); err != nil {
+			u.c.Close()
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(u.resp[at:])
+		if lw != nil {
+			lw.line(r.RemoteAddr, len(u.resp)-at, time.Since(start))
+		}
+		select {
+		case pool <- u:
+		default:
+			u.c.Close()
+		}
+	})
+	s := &http.Server{Addr: listen, Handler: h}
+	log.Fatal(s.ListenAndServeTLS(cert, key))
+}
+
+// upConn is a kept-alive connection to a replica, with its buffers.
+type upConn struct {
+	c         net.Conn
+	br        *bufio.Reader
+	req, resp []byte
+}
+
 var contentLength = []byte("content-length:")
 
 // readMessage appends one HTTP/1.1 message (head and Content-Length body) to
 // buf: the head's lines as they came, the body by its length.
 func readMessage(r *bufio.Reader, buf []byte) ([]byte, error) {
+	buf, _, err := readMessageAt(r, buf)
+	return buf, err
+}
+
+// readMessageAt is readMessage, also returning where the body starts.
+func readMessageAt(r *bufio.Reader, buf []byte) ([]byte, int, error) {
 	n := 0
 	for {
 		line, err := r.ReadSlice('\n')
 		if err != nil {
-			return buf, err
+			return buf, 0, err
 		}
 		buf = append(buf, line...)
 		if len(line) <= 2 {
@@ -142,14 +222,14 @@ func readMessage(r *bufio.Reader, buf []byte) ([]byte, error) {
 		if len(line) > len(contentLength) && bytes.EqualFold(line[:len(contentLength)], contentLength) {
 			n, err = strconv.Atoi(string(bytes.TrimSpace(line[len(contentLength):])))
 			if err != nil {
-				return buf, err
+				return buf, 0, err
 			}
 		}
 	}
 	at := len(buf)
-	buf = append(buf, make([]byte, n)...)
+	buf = slices.Grow(buf, n)[:at+n]
 	_, err := io.ReadFull(r, buf[at:])
-	return buf, err
+	return buf, at, err
 }
 
 // lineWriter buffers access lines and writes them every 10 ms.
