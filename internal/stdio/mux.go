@@ -249,7 +249,7 @@ func (x *Mux) routeServerRequest(id []byte, method string, msg []byte) (Route, e
 // token it names (restored), one tagged with a subscriptions/listen to
 // that call, list_changed to every session, the cancellation of a server
 // request to its session, anything else to the one session with a call
-// in flight, or to every session.
+// in flight, or to none.
 func (x *Mux) childNotification(f *frame, msg []byte) (Route, error) {
 	method := f.methodName()
 	if r, tagged, err := x.listenNotification(f); tagged || err != nil {
@@ -309,15 +309,18 @@ func (x *Mux) listenNotification(f *frame) (Route, bool, error) {
 	return Route{To: c.session, Msg: splice(f.b, edit{at, c.id}, edit{}), ToolsChanged: f.methodName() == "notifications/tools/list_changed"}, true, nil
 }
 
-// otherNotification routes a notification of no call or subscription: to
-// the one session with a call in flight, or to every session.
+// otherNotification routes a notification of no call or subscription (a
+// log message, say) to the one session with a call in flight; when none
+// or several have one, nobody can tell whose it is, and it is dropped
+// rather than shown to sessions of other callers, as a server request
+// is refused then.
 func (x *Mux) otherNotification(msg []byte) Route {
 	if len(x.inflight) == 1 {
 		for s := range x.inflight {
 			return Route{To: s, Msg: bytes.Clone(msg)}
 		}
 	}
-	return Route{Broadcast: true, Msg: bytes.Clone(msg)}
+	return Route{}
 }
 
 // Lost returns every call in flight and forgets them all: the child went

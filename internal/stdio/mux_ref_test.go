@@ -133,7 +133,7 @@ func (x refMux) serverRequest(m envelope, msg []byte) (Route, error) {
 // childNotification routes a notification: progress to the call whose
 // token it names (restored), list_changed to every session, the
 // cancellation of a server request to its session, anything else to the
-// one session with a call in flight, or to every session.
+// one session with a call in flight, or to none.
 func (x refMux) childNotification(m envelope, msg []byte) (Route, error) {
 	method := m.method()
 	switch {

@@ -114,6 +114,25 @@ func TestMuxServerRequests(t *testing.T) {
 	}
 }
 
+// TestMuxOtherNotification: a notification of no call or subscription (a
+// log line) goes to the one session with a call in flight; with none or
+// several, it reaches no session: it could be another caller's.
+func TestMuxOtherNotification(t *testing.T) {
+	x := NewMux()
+	log := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"alice's file"}}`)
+	if r, _ := x.FromChild(log); r.Msg != nil || r.Broadcast || len(r.Sessions) > 0 {
+		t.Errorf("no call in flight: %+v, want it dropped", r)
+	}
+	_, _ = toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}`)))
+	if r, _ := x.FromChild(log); r.To != 1 || r.Broadcast || r.Msg == nil {
+		t.Errorf("one session's call in flight: %+v, want it sent to session 1", r)
+	}
+	_, _ = toChild(x.FromClient(2, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}`)))
+	if r, _ := x.FromChild(log); r.Msg != nil || r.Broadcast || len(r.Sessions) > 0 {
+		t.Errorf("two sessions' calls in flight: %+v, want it dropped", r)
+	}
+}
+
 func TestMuxLostAndForget(t *testing.T) {
 	x := NewMux()
 	_, _ = toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`)))
