@@ -191,6 +191,23 @@ awk -F'\t' '{k=$2; if (!(k in c)) o[++m]=k; c[k]++; u[k,c[k]]=$3; s[k,c[k]]=$4; 
 	END {for (x=1;x<=m;x++) {k=o[x]; printf "%s\t%.1f\t%.1f\t%.2f\t%.2f\n", k, med(u,k,c[k]), med(s,k,c[k]), med(v,k,c[k]), med(i,k,c[k])}}' \
 	"$WORK/split.tsv" | column -t -s $'\t'
 
+if [[ -n ${FLOOR:-} ]]; then
+	echo
+	echo "== over the floor: each target's CPU per request minus the floor's in the same round, and nginx's over it, median and range over the rounds (us) =="
+	# Paired by round, so that what the machine did in a round moves both
+	# sides alike: the gateway's own work per request, less noisy than a
+	# ratio to nginx (docs/BENCHMARKS.md, "The floor of a goroutine per
+	# connection").
+	awk -F'\t' 'NR>1 {cpu[$1,$2]=$6; if (!($2 in seen)) {seen[$2]=1; o[++m]=$2}; if ($1>r) r=$1}
+		function med(v, n,   i, j, t) { for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (v[j]<v[i]) {t=v[i]; v[i]=v[j]; v[j]=t}
+			return (n%2) ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2 }
+		END {for (i=1;i<=m;i++) {k=o[i]; if (k=="floor") continue; n=0
+			for (x=1;x<=r;x++) if (((x,k) in cpu) && ((x,"floor") in cpu)) d[++n]=cpu[x,k]-cpu[x,"floor"]
+			if (n==0) continue
+			lo=d[1]; hi=d[1]; for (x=2;x<=n;x++) {if (d[x]<lo) lo=d[x]; if (d[x]>hi) hi=d[x]}
+			printf "%s\t%+.0f\t%+.0f..%+.0f\n", k, med(d,n), lo, hi; delete d}}' "$WORK/runs.tsv" | column -t -s $'\t'
+fi
+
 [[ -n ${STRACE:-} && -n ${ACCESS_LOG:-} ]] || exit 0
 command -v strace >/dev/null || { echo "strace not found (apt-get install strace): no system call counts" >&2; exit 0; }
 # lines N: the access log lines target N has written so far.
