@@ -336,6 +336,14 @@ func (c *Child) deliverLocked(r Route) {
 		}
 		return
 	}
+	if r.Alone {
+		if len(c.sessions) == 1 {
+			for _, s := range c.sessions {
+				s.deliverLocked(r.Msg)
+			}
+		}
+		return
+	}
 	if !r.Broadcast {
 		if s := c.sessions[r.To]; s != nil {
 			s.deliverLocked(r.Msg)

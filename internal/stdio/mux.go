@@ -76,6 +76,9 @@ type Route struct {
 	Sessions []SessionID
 	// Broadcast: Msg goes to every session on the child.
 	Broadcast bool
+	// Alone: Msg goes to the child's one session when it has exactly one
+	// (it can be nobody else's), and to none otherwise.
+	Alone bool
 	// Msg is the message to deliver, ids restored; nil: none.
 	Msg []byte
 	// Reply, when not nil, is written back to the child: the mux's own
@@ -248,8 +251,7 @@ func (x *Mux) routeServerRequest(id []byte, method string, msg []byte) (Route, e
 // childNotification routes a notification: progress to the call whose
 // token it names (restored), one tagged with a subscriptions/listen to
 // that call, list_changed to every session, the cancellation of a server
-// request to its session, anything else to the one session with a call
-// in flight, or to none.
+// request to its session, anything else as otherNotification says.
 func (x *Mux) childNotification(f *frame, msg []byte) (Route, error) {
 	method := f.methodName()
 	if r, tagged, err := x.listenNotification(f); tagged || err != nil {
@@ -310,12 +312,16 @@ func (x *Mux) listenNotification(f *frame) (Route, bool, error) {
 }
 
 // otherNotification routes a notification of no call or subscription (a
-// log message, say) to the one session with a call in flight; when none
-// or several have one, nobody can tell whose it is, and it is dropped
-// rather than shown to sessions of other callers, as a server request
-// is refused then.
+// log message, a task's status) to the one session with a call in
+// flight. When several have one, nobody can tell whose it is, and it is
+// dropped rather than shown to sessions of other callers, as a server
+// request is refused then; when none has, it goes to the child's one
+// session if it has only one (a per_session child's), else to none.
 func (x *Mux) otherNotification(msg []byte) Route {
-	if len(x.inflight) == 1 {
+	switch len(x.inflight) {
+	case 0:
+		return Route{Alone: true, Msg: bytes.Clone(msg)}
+	case 1:
 		for s := range x.inflight {
 			return Route{To: s, Msg: bytes.Clone(msg)}
 		}

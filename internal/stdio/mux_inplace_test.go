@@ -135,7 +135,7 @@ func stepOf(t *testing.T, st Step) []string {
 func routeOf(t *testing.T, r Route) []string {
 	to := slices.Clone(r.Sessions)
 	slices.Sort(to)
-	return []string{fmt.Sprint(r.To, to, r.Broadcast), canon(t, r.Msg), canon(t, r.Reply)}
+	return []string{fmt.Sprint(r.To, to, r.Broadcast, r.Alone), canon(t, r.Msg), canon(t, r.Reply)}
 }
 
 func lostOf(x *Mux) []string {

@@ -115,13 +115,14 @@ func TestMuxServerRequests(t *testing.T) {
 }
 
 // TestMuxOtherNotification: a notification of no call or subscription (a
-// log line) goes to the one session with a call in flight; with none or
-// several, it reaches no session: it could be another caller's.
+// log line) goes to the one session with a call in flight; with several,
+// it reaches no session: it could be another caller's; with none, only
+// a child's one session may have it.
 func TestMuxOtherNotification(t *testing.T) {
 	x := NewMux()
 	log := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"alice's file"}}`)
-	if r, _ := x.FromChild(log); r.Msg != nil || r.Broadcast || len(r.Sessions) > 0 {
-		t.Errorf("no call in flight: %+v, want it dropped", r)
+	if r, _ := x.FromChild(log); r.Msg == nil || !r.Alone || r.Broadcast || len(r.Sessions) > 0 {
+		t.Errorf("no call in flight: %+v, want it to the child's session if it has one alone", r)
 	}
 	_, _ = toChild(x.FromClient(1, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}`)))
 	if r, _ := x.FromChild(log); r.To != 1 || r.Broadcast || r.Msg == nil {
@@ -190,7 +191,7 @@ func FuzzMuxFromChild(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if r.Msg != nil && !r.Broadcast && r.To != 7 {
+		if r.Msg != nil && !r.Broadcast && !r.Alone && r.To != 7 {
 			t.Fatalf("%s went to session %d", line, r.To)
 		}
 		in := x.InFlight(7)
@@ -281,5 +282,26 @@ func TestMuxRoutesListenNotifications(t *testing.T) {
 	}
 	if r, _ := x.FromChild([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)); !r.Broadcast {
 		t.Errorf("an untagged list change: %+v, want it sent to every session", r)
+	}
+}
+
+// TestDeliverAlone: a route for a child's one session reaches it when the
+// child has only that session, and nobody when it has two.
+func TestDeliverAlone(t *testing.T) {
+	c := &Child{sessions: map[SessionID]*Session{}}
+	open := func(id SessionID) *Session {
+		s := &Session{c: c, id: id, out: make(chan []byte, 4)}
+		c.sessions[id] = s
+		return s
+	}
+	a := open(1)
+	c.deliverLocked(Route{Alone: true, Msg: []byte(`{"n":1}`)})
+	if len(a.out) != 1 {
+		t.Fatalf("the one session got %d messages, want 1", len(a.out))
+	}
+	b := open(2)
+	c.deliverLocked(Route{Alone: true, Msg: []byte(`{"n":2}`)})
+	if len(a.out) != 1 || len(b.out) != 0 {
+		t.Errorf("with two sessions: %d and %d messages, want none more", len(a.out)-1, len(b.out))
 	}
 }
