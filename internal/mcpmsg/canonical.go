@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -241,11 +242,12 @@ func RequestDigest(body []byte) string {
 			return nil
 		})
 	}
-	// What is hashed, built in one buffer (room for most calls on the
-	// stack): the method's length and the method, then a tag and the
-	// params, canonical ('c') or as written ('w'), or no params ('-').
-	var room [1024]byte
-	b := binary.BigEndian.AppendUint64(room[:0], uint64(len(method)))
+	// What is hashed, built in one buffer lent by digestBufs: the
+	// method's length and the method, then a tag and the params,
+	// canonical ('c') or as written ('w'), or no params ('-').
+	bp := digestBufs.Get().(*[]byte)
+	defer putDigestBuf(bp)
+	b := binary.BigEndian.AppendUint64((*bp)[:0], uint64(len(method)))
 	b = append(b, method...)
 	switch c, err := canonical(append(b, 'c'), params, true); {
 	case params == nil:
@@ -256,7 +258,21 @@ func RequestDigest(body []byte) string {
 		b = append(append(b, 'w'), params...)
 	}
 	sum := sha256.Sum256(b)
+	*bp = b
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], sum[:])
 	return string(out[:])
+}
+
+// digestBufs lends RequestDigest its buffers; one grown past
+// maxDigestBuf by a large call is not kept.
+var digestBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxDigestBuf = 64 << 10
+
+func putDigestBuf(bp *[]byte) {
+	if cap(*bp) <= maxDigestBuf {
+		*bp = (*bp)[:0]
+		digestBufs.Put(bp)
+	}
 }
