@@ -59,7 +59,7 @@ func canonValue(dst, v []byte, dropMeta bool) ([]byte, error) {
 		if !escaped {
 			// The raw contents are the string: spelt as AppendString
 			// would, without decoding them first.
-			return appendStringBytes(dst, v[1:len(v)-1]), nil
+			return appendQuoted(dst, v[1:len(v)-1]), nil
 		}
 		s, err := stringValue(v, true)
 		if err != nil {
@@ -92,7 +92,7 @@ func canonObject(dst, v []byte, dropMeta bool) ([]byte, error) {
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(appendStringBytes(dst, m.key), ':')
+		dst = append(appendQuoted(dst, m.key), ':')
 		if dst, err = canonValue(dst, m.val, false); err != nil {
 			return nil, err
 		}
@@ -124,27 +124,17 @@ func canonArray(dst, v []byte) ([]byte, error) {
 
 // AppendString appends s as a JSON string, escaped as encoding/json
 // escapes it; a string with nothing to escape, the most, as it is.
-func AppendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte { return appendQuoted(dst, s) }
+
+// appendQuoted is AppendString for a string held either way, so that the
+// canonical spelling appends a key or value it has as bytes without a
+// copy to a string first.
+func appendQuoted[S ~string | ~[]byte](dst []byte, s S) []byte {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&', c == 0xE2: // 0xE2: U+2028, U+2029
-			b, _ := json.Marshal(s) // a string always marshals
+			b, _ := json.Marshal(string(s)) // a string always marshals
 			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
-
-// appendStringBytes is AppendString for a string held as bytes: those
-// with nothing to escape, the most, are appended without a copy to a
-// string first.
-func appendStringBytes(dst, s []byte) []byte {
-	for _, c := range s {
-		switch {
-		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&', c == 0xE2:
-			return AppendString(dst, string(s))
 		}
 	}
 	dst = append(dst, '"')
@@ -249,12 +239,11 @@ func RequestDigest(body []byte) string {
 	defer putDigestBuf(bp)
 	b := binary.BigEndian.AppendUint64((*bp)[:0], uint64(len(method)))
 	b = append(b, method...)
-	switch c, err := canonical(append(b, 'c'), params, true); {
-	case params == nil:
+	if params == nil {
 		b = append(b, '-')
-	case err == nil:
+	} else if c, err := canonical(append(b, 'c'), params, true); err == nil {
 		b = c
-	default:
+	} else {
 		b = append(append(b, 'w'), params...)
 	}
 	sum := sha256.Sum256(b)
