@@ -121,13 +121,13 @@ func serve(c net.Conn, up string, lw *lineWriter) {
 	for {
 		start := time.Now()
 		var err error
-		if req, err = readMessage(cr, req[:0]); err != nil {
+		if req, _, err = readMessage(cr, req[:0]); err != nil {
 			return
 		}
 		if _, err = u.Write(req); err != nil {
 			return
 		}
-		if resp, err = readMessage(ur, resp[:0]); err != nil {
+		if resp, _, err = readMessage(ur, resp[:0]); err != nil {
 			return
 		}
 		if _, err = c.Write(resp); err != nil {
@@ -171,7 +171,7 @@ func serveTLS(listen, cert, key string, ups []string, lw *lineWriter) {
 			return
 		}
 		var at int
-		if u.resp, at, err = readMessageAt(u.br, u.resp[:0]); err != nil {
+		if u.resp, at, err = readMessage(u.br, u.resp[:0]); err != nil {
 			u.c.Close()
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -201,14 +201,9 @@ type upConn struct {
 var contentLength = []byte("content-length:")
 
 // readMessage appends one HTTP/1.1 message (head and Content-Length body) to
-// buf: the head's lines as they came, the body by its length.
-func readMessage(r *bufio.Reader, buf []byte) ([]byte, error) {
-	buf, _, err := readMessageAt(r, buf)
-	return buf, err
-}
-
-// readMessageAt is readMessage, also returning where the body starts.
-func readMessageAt(r *bufio.Reader, buf []byte) ([]byte, int, error) {
+// buf, the head's lines as they came and the body by its length, and
+// returns where the body starts.
+func readMessage(r *bufio.Reader, buf []byte) ([]byte, int, error) {
 	n := 0
 	for {
 		line, err := r.ReadSlice('\n')
