@@ -38,7 +38,7 @@ set -euo pipefail
 # must change from call to call (new arguments, a new Idempotency-Key):
 # h2load sends one request over and over, so over HTTP/2 they are not run.
 FEATURES=(none access-log limits-memory limits-redis toolcap-redis cache-hit-local cache-miss-local
-	cache-hit-redis cache-miss-redis idem-memory idem-redis trace-1 trace-0.01 jwt session session-binding
+	cache-hit-redis cache-miss-redis idem-memory idem-redis trace-1 trace-0.01 jwt jwt-uncached session session-binding
 	authz stdio all)
 NOT_YET_BUILT=()
 H1_ONLY=(cache-miss-local cache-miss-redis idem-memory idem-redis)
@@ -94,6 +94,7 @@ feature_yaml() {
 	trace-1) echo "$tel, sample_ratio: 1}" ;;
 	trace-0.01) echo "$tel, sample_ratio: 0.01}" ;;
 	jwt) echo "$auth" ;;
+	jwt-uncached) echo "${auth%\}}, token_cache_size: 0}" ;;
 	session-binding) echo 'session_binding: identity' ;;
 	authz)
 		# docs/GATEWAY.md's rules: echo matches none of them, so every
@@ -332,7 +333,7 @@ for proto in $PROTOCOLS; do
 	for n in "${NAMES[@]}"; do
 		url="$scheme://127.0.0.1:${PORT[$n]}/mcp"
 		tok=tok-1
-		[[ $n == jwt || $n == all ]] && tok=$TOKEN_JWT
+		[[ $n == jwt* || $n == all ]] && tok=$TOKEN_JWT
 		kind=$(load_of "$n" "$proto")
 		sid=""
 		[[ $kind == legacy ]] && { sid=$(initialize "$url" "$tok"); [[ -n $sid ]] || { log "$n: initialize gave no session"; exit 1; }; }

@@ -237,7 +237,8 @@ func verifyOptions(c *config.Config) (identity.VerifyOptions, identity.KeySource
 		lifetime = -1 // auth.max_token_lifetime: 0 turns the bound off
 	}
 	return identity.VerifyOptions{Issuers: a.Issuers, Audiences: a.Audiences, AudiencesAny: a.AudiencesAny,
-			ClockSkew: time.Duration(a.ClockSkew), MaxLifetime: lifetime, KeepClaims: c.Authz.On()},
+			ClockSkew: time.Duration(a.ClockSkew), MaxLifetime: lifetime, KeepClaims: c.Authz.On(),
+			CacheSize: a.TokenCacheSize, CacheTTL: time.Duration(a.TokenCacheTTL)},
 		identity.KeySource{File: a.JWKSFile, URL: a.JWKSURL, Refresh: time.Duration(a.JWKSRefresh)}, true
 }
 

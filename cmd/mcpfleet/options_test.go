@@ -164,4 +164,23 @@ func TestVerifyOptionsTokenRules(t *testing.T) {
 			t.Errorf("%q: verify options %+v, want MaxLifetime %s and AudiencesAny", tt.yaml, o, tt.want)
 		}
 	}
+	// The verified-token cache: on by default, sized and bounded by its keys.
+	for _, tt := range []struct {
+		yaml string
+		size int
+		ttl  time.Duration
+	}{
+		{"", 10_000, time.Minute},
+		{", token_cache_size: 50, token_cache_ttl: 10s", 50, 10 * time.Second},
+		{", token_cache_size: 0", 0, time.Minute},
+		{", token_cache_ttl: 0s", 10_000, 0},
+	} {
+		c, err := config.Parse([]byte("upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\nauth: {jwks_file: k.json, issuers: [i], audiences_any: true" + tt.yaml + "}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _, _ := verifyOptions(&c); o.CacheSize != tt.size || o.CacheTTL != tt.ttl {
+			t.Errorf("%q: cache %d for %s, want %d for %s", tt.yaml, o.CacheSize, o.CacheTTL, tt.size, tt.ttl)
+		}
+	}
 }

@@ -49,6 +49,11 @@ type Auth struct {
 	MaxTokenLifetime Duration `yaml:"max_token_lifetime"`
 	// ClockSkew is the leeway on exp, nbf and iat.
 	ClockSkew Duration `yaml:"clock_skew"`
+	// TokenCacheSize and TokenCacheTTL bound the verified-token cache: at
+	// most this many tokens, each answered without a signature check for
+	// at most this long after it verified. Either 0 turns it off.
+	TokenCacheSize int      `yaml:"token_cache_size"`
+	TokenCacheTTL  Duration `yaml:"token_cache_ttl"`
 	// ResourceMetadata is the URL a 401's challenge names; "" means the
 	// well-known URL at the origin the client used.
 	ResourceMetadata string `yaml:"resource_metadata"`
@@ -63,6 +68,10 @@ type Auth struct {
 	// a 401's challenge asks for; none leaves both out.
 	ScopesSupported []string `yaml:"scopes_supported"`
 }
+
+// maxTokenCache bounds auth.token_cache_size: a verified token's entry is
+// some hundreds of bytes, its claims more with authz rules.
+const maxTokenCache = 1_000_000
 
 // On reports whether verification is configured.
 func (a Auth) On() bool { return a.JWKSFile != "" || a.JWKSURL != "" }
@@ -85,6 +94,12 @@ func (c *Config) validateAuth(bad func(string, string, ...any)) {
 	a.validateMetadata(bad)
 	if d := time.Duration(a.ClockSkew); d < 0 || d > 5*time.Minute {
 		bad("auth.clock_skew", "must be between 0s and 5m, got %s", d)
+	}
+	if a.TokenCacheSize < 0 || a.TokenCacheSize > maxTokenCache {
+		bad("auth.token_cache_size", "must be between 0 (no cache) and %d, got %d", maxTokenCache, a.TokenCacheSize)
+	}
+	if d := time.Duration(a.TokenCacheTTL); d < 0 || d > time.Hour {
+		bad("auth.token_cache_ttl", "must be between 0s (no cache) and 1h, got %s", d)
 	}
 	if d := time.Duration(a.JWKSRefresh); d < 10*time.Second {
 		bad("auth.jwks_refresh", "must be at least 10s, got %s", d)

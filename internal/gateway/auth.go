@@ -27,9 +27,12 @@ func (g *Gateway) authenticate(w http.ResponseWriter, r *http.Request, rec *reco
 	if v == nil {
 		return nil, true
 	}
-	c, err := v.Verify(r.Header.Get("Authorization"), time.Now())
+	c, cached, err := v.VerifyCached(r.Header.Get("Authorization"), time.Now())
 	if err == nil {
 		g.metrics.auth.WithLabelValues("ok").Inc()
+		if cached {
+			g.metrics.authCached.Inc()
+		}
 		return &c, true
 	}
 	challenge := g.challenge(r)

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/testserver"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // issuer signs tokens with an ES256 key and publishes its JWKS.
@@ -135,5 +136,52 @@ func TestVerifiedTokensOnly(t *testing.T) {
 	}
 	if len(replicas) != 1 {
 		t.Fatalf("refreshed tokens of one caller reached %v, want one replica", replicas)
+	}
+}
+
+// TestVerifiedTokenCached: a token sent again is answered by the
+// verified-token cache and counted, with the same caller; a token that
+// does not verify is refused every time, cached verifier or not.
+func TestVerifiedTokenCached(t *testing.T) {
+	idp, rogue := newIssuer(t, "k1"), newIssuer(t, "k1")
+	v, err := identity.NewVerifier(identity.VerifyOptions{Issuers: []string{"https://idp"}, Audiences: []string{"mcp"},
+		CacheSize: 100, CacheTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.SetKeys(idp.jwks); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := testserver.New("a", nil)
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	gw := startGatewayOn(t, []upstream.Spec{{Name: "a", URL: hs.URL + "/mcp"}}, &Options{Auth: v}, io.Discard)
+	front := newFront(gw)
+	t.Cleanup(front.Close)
+	r := newRaw(t, front.URL+"/mcp", "2026-07-28")
+	now := time.Now()
+	c := josejwt.Claims{Issuer: "https://idp", Subject: "alice", Audience: josejwt.Audience{"mcp"},
+		Expiry: josejwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: josejwt.NewNumericDate(now)}
+	call := func(tok string) int {
+		resp := r.post(context.Background(), 1, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}},
+			map[string]string{"Authorization": "Bearer " + tok})
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	good, forged := idp.token(t, c), rogue.token(t, c)
+	for i := range 3 {
+		if code := call(good); code != 200 {
+			t.Fatalf("call %d with a valid token: %d", i, code)
+		}
+		if code := call(forged); code != 401 {
+			t.Fatalf("call %d with a forged token: %d, want 401", i, code)
+		}
+	}
+	if hits := testutil.ToFloat64(gw.metrics.authCached); hits != 2 {
+		t.Errorf("mcpfleet_auth_token_cache_hits_total %v, want 2 (the valid token's second and third calls)", hits)
+	}
+	if ok := testutil.ToFloat64(gw.metrics.auth.WithLabelValues("ok")); ok != 3 {
+		t.Errorf(`mcpfleet_auth_total{outcome="ok"} %v, want 3`, ok)
 	}
 }

@@ -46,6 +46,7 @@ type Metrics struct {
 	capacityWait     prometheus.Histogram
 
 	auth               *prometheus.CounterVec
+	authCached         prometheus.Counter
 	authz              *authzMetrics
 	bindingRefused     *prometheus.CounterVec
 	cache              *prometheus.CounterVec
@@ -193,7 +194,11 @@ func newMetrics(g *Gateway) *Metrics {
 		Name: "mcpfleet_auth_total",
 		Help: "Bearer tokens checked at the gateway (auth on), by outcome: ok, missing, invalid.",
 	}, []string{"outcome"})
-	m.reg.MustRegister(m.auth)
+	m.authCached = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "mcpfleet_auth_token_cache_hits_total",
+		Help: "Tokens of mcpfleet_auth_total{outcome=\"ok\"} answered by the verified-token cache, without a signature check.",
+	})
+	m.reg.MustRegister(m.auth, m.authCached)
 	m.authz = newAuthzMetrics(m.reg)
 	m.bindingRefused = newBindingMetrics(m.reg)
 	m.replicaLost = newLostMetric(m.reg)

@@ -65,6 +65,27 @@ func BenchmarkVerify(b *testing.B) {
 	now := time.Now()
 	claims := jwt.Claims{Issuer: "https://idp.example", Subject: "user-42", Audience: jwt.Audience{"https://mcp.example/mcp"},
 		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
+	cached, err := NewVerifier(VerifyOptions{Issuers: []string{"https://idp.example"}, Audiences: []string{"https://mcp.example/mcp"},
+		CacheSize: 10_000, CacheTTL: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cached.SetKeys(jwksOf(b, keys)); err != nil {
+		b.Fatal(err)
+	}
+	// cached: the same token again within auth.token_cache_ttl, answered
+	// by the verified-token cache (a SHA-256 of the token and a lookup).
+	b.Run("cached", func(b *testing.B) {
+		auth := "Bearer " + sign(b, keys[1], claims)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, hit, err := cached.VerifyCached(auth, now); err != nil {
+				b.Fatal(err)
+			} else if !hit && cached.verified.Load() > 1 {
+				b.Fatal("not answered from the cache")
+			}
+		}
+	})
 	for _, k := range keys {
 		auth := "Bearer " + sign(b, k, claims)
 		b.Run(string(k.alg), func(b *testing.B) {

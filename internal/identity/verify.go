@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,13 +62,21 @@ type VerifyOptions struct {
 	// (Verified.Claims), for authorization rules; off, it decodes only
 	// the registered claims it checks.
 	KeepClaims bool
+	// CacheSize and CacheTTL bound the verified-token cache (tokencache.go):
+	// at most CacheSize tokens, each reused for at most CacheTTL after it
+	// verified. Either 0 turns the cache off: every call verifies.
+	CacheSize int
+	CacheTTL  time.Duration
 }
 
 // Verifier checks bearer JWTs against a key set that may be replaced while
 // it runs (a refreshed JWKS). It is safe for concurrent use.
 type Verifier struct {
-	opts VerifyOptions
-	keys atomic.Pointer[jose.JSONWebKeySet]
+	opts  VerifyOptions
+	keys  atomic.Pointer[jose.JSONWebKeySet]
+	cache *tokenCache // nil: none
+
+	verified atomic.Uint64 // signatures checked (tests)
 }
 
 // NewVerifier returns a verifier; it verifies nothing until SetKeys.
@@ -84,7 +93,7 @@ func NewVerifier(opts VerifyOptions) (*Verifier, error) {
 	if opts.MaxLifetime == 0 {
 		opts.MaxLifetime = DefaultMaxLifetime
 	}
-	return &Verifier{opts: opts}, nil
+	return &Verifier{opts: opts, cache: newTokenCache(opts.CacheSize, opts.CacheTTL)}, nil
 }
 
 // SetKeys replaces the key set with a JWKS document (RFC 7517). A document
@@ -114,7 +123,9 @@ func isPrivate(k jose.JSONWebKey) bool { return !k.IsPublic() }
 type Verified struct {
 	Issuer, Subject string
 	// Claims are all the token's claims, as JSON decodes them, when the
-	// verifier keeps them (VerifyOptions.KeepClaims); else nil.
+	// verifier keeps them (VerifyOptions.KeepClaims); else nil. The
+	// verified-token cache hands the same map to every call with the
+	// token: read it, never change it.
 	Claims map[string]any
 }
 
@@ -127,19 +138,52 @@ func (c Verified) Identity() Identity {
 // Verify checks the bearer token in an Authorization header value at now:
 // signature (RS256, ES256, EdDSA) by a key of the set, an issuer and an
 // audience accepted, exp present and not past, nbf and iat not ahead, a
-// subject present, a lifetime within MaxLifetime.
+// subject present, a lifetime within MaxLifetime. A token that verified
+// a moment ago may be answered from the verified-token cache
+// (tokencache.go), with the same verdict.
 func (v *Verifier) Verify(authorization string, now time.Time) (Verified, error) {
+	c, _, err := v.VerifyCached(authorization, now)
+	return c, err
+}
+
+// VerifyCached is Verify, saying whether the verified-token cache
+// answered (no signature checked).
+func (v *Verifier) VerifyCached(authorization string, now time.Time) (Verified, bool, error) {
 	tok, ok := bearer(authorization)
 	if !ok {
-		return Verified{}, ErrNoToken
+		return Verified{}, false, ErrNoToken
 	}
 	keys := v.keys.Load()
 	if keys == nil {
-		return Verified{}, fmt.Errorf("%w: no keys loaded", ErrBadToken)
+		return Verified{}, false, fmt.Errorf("%w: no keys loaded", ErrBadToken)
 	}
+	var d [sha256.Size]byte
+	cached := v.cache != nil && len(tok) <= maxCachedToken
+	if cached {
+		d = tokenDigest(tok)
+		if c, ok := v.cache.get(&d, keys, now); ok {
+			return c, true, nil
+		}
+	}
+	v.verified.Add(1)
+	c, err := v.verify(tok, keys, now)
+	if err == nil && cached {
+		v.cache.put(&d, c.Verified, keys, now, c.exp, v.opts.ClockSkew)
+	}
+	return c.Verified, false, err
+}
+
+// verifiedUntil is a verification's outcome with the token's exp.
+type verifiedUntil struct {
+	Verified
+	exp time.Time
+}
+
+// verify checks tok with keys at now, as Verify says.
+func (v *Verifier) verify(tok string, keys *jose.JSONWebKeySet, now time.Time) (verifiedUntil, error) {
 	parsed, err := jwt.ParseSigned(tok, algorithms)
 	if err != nil {
-		return Verified{}, fmt.Errorf("%w: not a signed JWT", ErrBadToken)
+		return verifiedUntil{}, fmt.Errorf("%w: not a signed JWT", ErrBadToken)
 	}
 	var c jwt.Claims
 	var all map[string]any
@@ -148,27 +192,27 @@ func (v *Verifier) Verify(authorization string, now time.Time) (Verified, error)
 		out = append(out, &all)
 	}
 	if err := parsed.Claims(keys, out...); err != nil {
-		return Verified{}, fmt.Errorf("%w: signature", ErrBadToken)
+		return verifiedUntil{}, fmt.Errorf("%w: signature", ErrBadToken)
 	}
 	switch {
 	case c.Expiry == nil:
-		return Verified{}, fmt.Errorf("%w: no exp", ErrBadToken)
+		return verifiedUntil{}, fmt.Errorf("%w: no exp", ErrBadToken)
 	case c.Subject == "":
-		return Verified{}, fmt.Errorf("%w: no sub", ErrBadToken)
+		return verifiedUntil{}, fmt.Errorf("%w: no sub", ErrBadToken)
 	case !slices.Contains(v.opts.Issuers, c.Issuer):
-		return Verified{}, fmt.Errorf("%w: issuer not accepted", ErrBadToken)
+		return verifiedUntil{}, fmt.Errorf("%w: issuer not accepted", ErrBadToken)
 	}
 	exp := jwt.Expected{Time: now}
 	if len(v.opts.Audiences) > 0 {
 		exp.AnyAudience = v.opts.Audiences
 	}
 	if err := c.ValidateWithLeeway(exp, v.opts.ClockSkew); err != nil {
-		return Verified{}, fmt.Errorf("%w: %w", ErrBadToken, err)
+		return verifiedUntil{}, fmt.Errorf("%w: %w", ErrBadToken, err)
 	}
 	if v.tooLong(c, now) {
-		return Verified{}, fmt.Errorf("%w: valid for longer than %s", ErrBadToken, v.opts.MaxLifetime)
+		return verifiedUntil{}, fmt.Errorf("%w: valid for longer than %s", ErrBadToken, v.opts.MaxLifetime)
 	}
-	return Verified{Issuer: c.Issuer, Subject: c.Subject, Claims: all}, nil
+	return verifiedUntil{Verified{Issuer: c.Issuer, Subject: c.Subject, Claims: all}, c.Expiry.Time()}, nil
 }
 
 // tooLong reports a token valid for longer than MaxLifetime: from its iat

@@ -63,18 +63,9 @@ func sign(t testing.TB, k testKey, c jwt.Claims) string {
 }
 
 func TestVerify(t *testing.T) {
-	keys := newTestKeys(t)
+	f := newVerifyFixture(t, VerifyOptions{})
+	v, keys, now, good := f.v, f.keys, f.now, f.good
 	other := newTestKeys(t)
-	v, err := NewVerifier(VerifyOptions{Issuers: []string{"https://idp"}, Audiences: []string{"https://mcp.example"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := v.SetKeys(jwksOf(t, keys)); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Unix(1_800_000_000, 0)
-	good := jwt.Claims{Issuer: "https://idp", Subject: "alice", Audience: jwt.Audience{"https://mcp.example"},
-		Expiry: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now)}
 	with := func(f func(*jwt.Claims)) jwt.Claims { c := good; f(&c); return c }
 	for _, k := range keys {
 		got, err := v.Verify("Bearer "+sign(t, k, good), now)
