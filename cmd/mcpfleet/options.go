@@ -236,8 +236,12 @@ func verifyOptions(c *config.Config) (identity.VerifyOptions, identity.KeySource
 	if lifetime == 0 {
 		lifetime = -1 // auth.max_token_lifetime: 0 turns the bound off
 	}
+	skew := time.Duration(a.ClockSkew)
+	if skew == 0 {
+		skew = -1 // auth.clock_skew: 0 is no leeway, not the default
+	}
 	return identity.VerifyOptions{Issuers: a.Issuers, Audiences: a.Audiences, AudiencesAny: a.AudiencesAny,
-			ClockSkew: time.Duration(a.ClockSkew), MaxLifetime: lifetime, KeepClaims: c.Authz.On(),
+			ClockSkew: skew, MaxLifetime: lifetime, KeepClaims: c.Authz.On(),
 			CacheSize: a.TokenCacheSize, CacheTTL: time.Duration(a.TokenCacheTTL)},
 		identity.KeySource{File: a.JWKSFile, URL: a.JWKSURL, Refresh: time.Duration(a.JWKSRefresh)}, true
 }

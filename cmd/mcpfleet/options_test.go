@@ -164,6 +164,17 @@ func TestVerifyOptionsTokenRules(t *testing.T) {
 			t.Errorf("%q: verify options %+v, want MaxLifetime %s and AudiencesAny", tt.yaml, o, tt.want)
 		}
 	}
+	// auth.clock_skew: 0 is no leeway at all, which the verifier's own
+	// zero (its default) is not.
+	for yaml, want := range map[string]time.Duration{"": 30 * time.Second, ", clock_skew: 5s": 5 * time.Second, ", clock_skew: 0s": -1} {
+		c, err := config.Parse([]byte("upstreams: [{url: 'http://127.0.0.1:1/mcp'}]\nauth: {jwks_file: k.json, issuers: [i], audiences_any: true" + yaml + "}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _, _ := verifyOptions(&c); o.ClockSkew != want {
+			t.Errorf("%q: ClockSkew %s, want %s", yaml, o.ClockSkew, want)
+		}
+	}
 	// The verified-token cache: on by default, sized and bounded by its keys.
 	for _, tt := range []struct {
 		yaml string

@@ -56,7 +56,7 @@ type VerifyOptions struct {
 	// means DefaultMaxLifetime, a negative value no bound.
 	MaxLifetime time.Duration
 	// ClockSkew is the leeway on exp, nbf and iat; 0 means
-	// DefaultClockSkew.
+	// DefaultClockSkew, a negative value none.
 	ClockSkew time.Duration
 	// KeepClaims makes Verify return every claim of a verified token
 	// (Verified.Claims), for authorization rules; off, it decodes only
@@ -87,8 +87,11 @@ func NewVerifier(opts VerifyOptions) (*Verifier, error) {
 	if len(opts.Audiences) == 0 && !opts.AudiencesAny {
 		return nil, fmt.Errorf("creating verifier: %w", ErrNoAudience)
 	}
-	if opts.ClockSkew == 0 {
+	switch {
+	case opts.ClockSkew == 0:
 		opts.ClockSkew = DefaultClockSkew
+	case opts.ClockSkew < 0:
+		opts.ClockSkew = 0
 	}
 	if opts.MaxLifetime == 0 {
 		opts.MaxLifetime = DefaultMaxLifetime

@@ -173,3 +173,18 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestVerifyNoSkew: a negative ClockSkew is no leeway (auth.clock_skew:
+// 0s), where 0 is the default's 30 s.
+func TestVerifyNoSkew(t *testing.T) {
+	f := newVerifyFixture(t, VerifyOptions{ClockSkew: -1})
+	late := f.good
+	late.Expiry = jwt.NewNumericDate(f.now.Add(-time.Second))
+	if _, err := f.v.Verify("Bearer "+sign(t, f.keys[1], late), f.now); !errors.Is(err, ErrBadToken) {
+		t.Errorf("1 s past exp with no leeway: %v, want ErrBadToken", err)
+	}
+	d := newVerifyFixture(t, VerifyOptions{})
+	if _, err := d.v.Verify("Bearer "+sign(t, d.keys[1], late), d.now); err != nil {
+		t.Errorf("1 s past exp with the default leeway: %v", err)
+	}
+}
