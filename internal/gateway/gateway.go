@@ -42,19 +42,20 @@ type Gateway struct {
 	conns       *connSet // the forwarders' connections, by replica address (connset.go)
 	log         *slog.Logger
 	metrics     *Metrics
-	seq         atomic.Uint64                // round-robin counter
-	draining    atomic.Bool                  // /readyz answers 503 once set
-	stores      *storeCheck                  // what /readyz asks of the stores
-	warm        *warmup                      // /readyz's wait for the first round of checks
-	noReplica   *mcpmsg.Error                // the answer when no replica can take new work
-	cap         *capacity                    // max_inflight; nil when no replica has one
-	tw          *toolWatch                   // every replica's tools; nil when off
-	mem         *memoryBudget                // nil without Options.MemoryLimit
-	tr          *tracing                     // nil without Options.Tracer
-	ops         opCache                      // the series of the MCP operation durations
-	started     time.Time                    // for the fleet view's uptime
-	sseCalls    sseCalls                     // the calls of the 2024-11-05 streams relayed here (lostrelay.go)
-	authz       atomic.Pointer[authz.Policy] // the authorization rules; nil when off (authz.go)
+	seq         atomic.Uint64                  // round-robin counter
+	draining    atomic.Bool                    // /readyz answers 503 once set
+	stores      *storeCheck                    // what /readyz asks of the stores
+	warm        *warmup                        // /readyz's wait for the first round of checks
+	noReplica   *mcpmsg.Error                  // the answer when no replica can take new work
+	cap         *capacity                      // max_inflight; nil when no replica has one
+	tw          *toolWatch                     // every replica's tools; nil when off
+	mem         *memoryBudget                  // nil without Options.MemoryLimit
+	tr          *tracing                       // nil without Options.Tracer
+	ops         seriesCache[opKey, *opSeries]  // the series of the MCP operation durations
+	reqs        seriesCache[reqKey, reqSeries] // the requests' counters and durations
+	started     time.Time                      // for the fleet view's uptime
+	sseCalls    sseCalls                       // the calls of the 2024-11-05 streams relayed here (lostrelay.go)
+	authz       atomic.Pointer[authz.Policy]   // the authorization rules; nil when off (authz.go)
 
 	// recent keeps the events of the legacy POST streams being relayed,
 	// and of those whose client went away when Options.Streams is nil.

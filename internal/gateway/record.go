@@ -126,8 +126,9 @@ func (g *Gateway) finish(rec *record) {
 			rec.rep.Failed(upstream.Failure{At: rec.start.Add(d), Outcome: out, Method: label, Status: rec.upstreamStatus})
 		}
 	}
-	g.metrics.requests.WithLabelValues(label, era, replica, out).Inc()
-	g.metrics.duration.WithLabelValues(label, era).Observe(d.Seconds())
+	rs := g.reqs.get(reqKey{label, era, replica, out}, g.metrics.reqSeries)
+	rs.count.Inc()
+	rs.duration.Observe(d.Seconds())
 	g.observeOperation(rec, d, out)
 	if g.tr != nil {
 		if rec.span == nil {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -326,7 +325,7 @@ func (g *Gateway) observeOperation(rec *record, d time.Duration, out string) {
 	if q == nil || q.msg.Method == "" {
 		return
 	}
-	g.ops.get(g, opKey{method: q.label, tool: g.opTool(q), errType: rec.errorType(out)}).observe(d.Seconds())
+	g.ops.get(opKey{method: q.label, tool: g.opTool(q), errType: rec.errorType(out)}, g.newOpSeries).observe(d.Seconds())
 }
 
 // observeAttempt records mcp.client.operation.duration for one attempt at
@@ -336,7 +335,7 @@ func (g *Gateway) observeAttempt(q *request, rep *upstream.Replica, errType stri
 	if q.msg.Method == "" {
 		return
 	}
-	g.ops.get(g, opKey{method: q.label, tool: g.opTool(q), errType: errType, replica: rep.Name()}).observe(time.Since(start).Seconds())
+	g.ops.get(opKey{method: q.label, tool: g.opTool(q), errType: errType, replica: rep.Name()}, g.newOpSeries).observe(time.Since(start).Seconds())
 }
 
 func (g *Gateway) opTool(q *request) string {
@@ -364,35 +363,6 @@ func (s *opSeries) observe(v float64) {
 	if s.otel != nil {
 		s.otel.Record(context.Background(), v, metric.WithAttributeSet(s.set))
 	}
-}
-
-// opCache keeps the series in use, so that a request records its
-// durations without building labels and attribute sets each time.
-type opCache struct {
-	mu sync.RWMutex
-	m  map[opKey]*opSeries
-}
-
-// maxOpSeries bounds the cache; past it a series is built per use.
-const maxOpSeries = 4096
-
-func (c *opCache) get(g *Gateway, k opKey) *opSeries {
-	c.mu.RLock()
-	s := c.m[k]
-	c.mu.RUnlock()
-	if s != nil {
-		return s
-	}
-	s = g.newOpSeries(k)
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = make(map[opKey]*opSeries)
-	}
-	if len(c.m) < maxOpSeries {
-		c.m[k] = s
-	}
-	c.mu.Unlock()
-	return s
 }
 
 func (g *Gateway) newOpSeries(k opKey) *opSeries {
