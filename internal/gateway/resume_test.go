@@ -233,14 +233,16 @@ func TestResumeAtReplicaWithEventStore(t *testing.T) {
 	// number is not fixed: the client must get what the replicas wrote,
 	// on either stream or in the replay, each once and in order.
 	progress.checkSame(t, sent.values())
-	for _, g := range []struct {
-		name string
-		gw   *Gateway
-		want float64
-	}{{"A", f.gw, 0}, {"B", b, 1}} {
-		if n := testutil.ToFloat64(g.gw.streamMetrics.resumes.WithLabelValues("replica")); n != g.want {
-			t.Errorf("gateway %s sent %v resumes to the replica, want %v", g.name, n, g.want)
-		}
+	// Every resume goes to B, which sends it to the replica. The replica
+	// may end a resumed stream before the call is over (on a busy machine
+	// the Go SDK's server ended one after 11 events, about 200 ms), and
+	// the client then resumes again, from its last event: B sends one
+	// resume or more, A none. What the client got is checked above.
+	if n := testutil.ToFloat64(f.gw.streamMetrics.resumes.WithLabelValues("replica")); n != 0 {
+		t.Errorf("gateway A sent %v resumes to the replica, want none", n)
+	}
+	if n := testutil.ToFloat64(b.streamMetrics.resumes.WithLabelValues("replica")); n < 1 {
+		t.Errorf("gateway B sent %v resumes to the replica, want one or more", n)
 	}
 	if logs := f.logs.String() + logsB.String(); strings.Contains(logs, `"status":409`) {
 		t.Errorf("a resume was refused 409:\n%s", logs)
