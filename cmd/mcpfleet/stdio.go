@@ -52,7 +52,7 @@ func startStdio(cfg *config.Config, log *slog.Logger) (*stdioFleet, error) {
 			continue
 		}
 		if f == nil {
-			socks, err := stdio.NewSockets()
+			socks, err := stdio.NewSockets(log)
 			if err != nil {
 				return nil, err
 			}

@@ -27,7 +27,7 @@ func bridgeClient(s *Sockets) *http.Client {
 func TestBridgeBothEras(t *testing.T) {
 	needBin(t)
 	c := startChild(t, "e-1", testserverArgv("e-1"), nil)
-	socks, err := NewSockets()
+	socks, err := NewSockets(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpfleet/mcpfleet/internal/h1"
 )
 
 // hostSuffix ends the host name of every child's replica URL: a name
@@ -26,14 +29,16 @@ func URL(name string) string { return "http://" + name + hostSuffix + "/mcp" }
 // be open to every one of them), and dials them for the gateway.
 type Sockets struct {
 	dir string
+	log *slog.Logger // a bridge's panic; nil: discarded
 
-	mu      sync.Mutex              // guards servers
-	servers map[string]*http.Server // host -> its server
+	mu      sync.Mutex            // guards servers
+	servers map[string]*h1.Server // host -> its server
 }
 
 // NewSockets makes the directory of the sockets, under the system's
-// temporary directory.
-func NewSockets() (*Sockets, error) {
+// temporary directory; log takes what their servers report (a bridge's
+// panic), nil discards it.
+func NewSockets(log *slog.Logger) (*Sockets, error) {
 	dir, err := os.MkdirTemp("", "mcpfleet-stdio-")
 	if err != nil {
 		return nil, fmt.Errorf("making the stdio socket directory: %w", err)
@@ -41,17 +46,20 @@ func NewSockets() (*Sockets, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("making the stdio socket directory: %w", err)
 	}
-	return &Sockets{dir: dir, servers: map[string]*http.Server{}}, nil
+	return &Sockets{dir: dir, log: log, servers: map[string]*h1.Server{}}, nil
 }
 
-// Serve serves b for the child called name, until Remove or Close.
+// Serve serves b for the child called name, until Remove or Close. The
+// server is the gateway's own HTTP/1.1 server (internal/h1), whose
+// request costs a fraction of net/http's: every call to a child crosses
+// it.
 func (s *Sockets) Serve(name string, b http.Handler) error {
 	host := name + hostSuffix
 	ln, err := net.Listen("unix", s.path(host))
 	if err != nil {
 		return fmt.Errorf("serving stdio child %s: %w", name, err)
 	}
-	srv := &http.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second}
+	srv := &h1.Server{Handler: b, ReadHeaderTimeout: 10 * time.Second, Log: s.log}
 	s.mu.Lock()
 	if old := s.servers[host]; old != nil {
 		s.mu.Unlock()
@@ -81,7 +89,7 @@ func (s *Sockets) Remove(name string) {
 func (s *Sockets) Close() {
 	s.mu.Lock()
 	servers := s.servers
-	s.servers = map[string]*http.Server{}
+	s.servers = map[string]*h1.Server{}
 	s.mu.Unlock()
 	for _, srv := range servers {
 		_ = srv.Close()
