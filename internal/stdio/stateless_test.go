@@ -89,6 +89,11 @@ func TestCheckStateless(t *testing.T) {
 			400, -32022, `{"requested":"v999.0.0","supported":["2026-07-28","2025-11-25"]}`},
 		{"no capabilities", "tools/list", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`, "2026-07-28", 400, -32602, ""},
 		{"removed", "ping", good, "2026-07-28", 404, -32601, ""},
+		{"version escaped", "tools/list", `{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28","io.modelcontextprotocol/clientCapabilities":{}}`, "2026-07-28", 0, 0, ""},
+		{"capabilities not an object", "tools/list", `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}`, "2026-07-28", 400, -32602, ""},
+		// A member named twice is no _meta at all: the child must not see
+		// another version than the one checked here.
+		{"version twice", "tools/list", `{"io.modelcontextprotocol/protocolVersion":"v1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`, "2026-07-28", 400, -32602, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			params := `{}`
@@ -156,5 +161,23 @@ func TestListenAgreed(t *testing.T) {
 	out, err := tagSubscription(e, params, []byte(`7`))
 	if err != nil || !strings.Contains(string(out), `"_meta":{"io.modelcontextprotocol/subscriptionId":7}`) || !strings.Contains(string(out), `"uri":"file:///a"`) {
 		t.Errorf("tagged: %s, %v", out, err)
+	}
+}
+
+// TestEraMetaOfNamesAsWritten: params._meta is read by its names as
+// written, as the child reads them; encoding/json, which read it before,
+// matched "Params" and "_META" to its fields as well.
+func TestEraMetaOfNamesAsWritten(t *testing.T) {
+	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for body, want := range map[string]eraMeta{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + meta + `}}`: {version: "2026-07-28", caps: true},
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","Params":{"_meta":` + meta + `}}`: {},
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_META":` + meta + `}}`: {},
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + meta + `},"params":{}}`: {},
+		`not json`: {},
+	} {
+		if got := eraMetaOf([]byte(body)); got != want {
+			t.Errorf("%s: %+v, want %+v", body, got, want)
+		}
 	}
 }

@@ -42,8 +42,8 @@ var removedMethods = map[string]bool{
 // These are the checks the SDKs' HTTP servers make (SEP-2575); a child
 // of an older version, served by translation, cannot make them.
 func checkStateless(method string, body []byte, header string, supported []string) *mcpmsg.Error {
-	meta := metaOf(body)
-	version := versionIn(meta)
+	meta := eraMetaOf(body)
+	version := meta.version
 	bad := func(code int, msg string) *mcpmsg.Error {
 		return &mcpmsg.Error{Status: http.StatusBadRequest, Code: code, Message: msg}
 	}
@@ -58,7 +58,7 @@ func checkStateless(method string, body []byte, header string, supported []strin
 		e := bad(codeUnsupportedVersion, "protocol version "+version+" is not supported")
 		e.Data, _ = json.Marshal(map[string]any{"supported": supported, "requested": version})
 		return e
-	case len(meta[metaClientCapabilities]) == 0 || meta[metaClientCapabilities][0] != '{':
+	case !meta.caps:
 		return bad(codeInvalidParams, "missing or invalid _meta field "+metaClientCapabilities)
 	case removedMethods[method]:
 		return &mcpmsg.Error{Status: http.StatusNotFound, Code: codeMethodNotFound, Message: method + " is not a method of protocol version " + version}
@@ -66,29 +66,44 @@ func checkStateless(method string, body []byte, header string, supported []strin
 	return nil
 }
 
-// metaOf returns a request's params._meta; nil when it has none, or the
-// body does not decode.
-func metaOf(body []byte) map[string]json.RawMessage {
-	var m struct {
-		Params struct {
-			Meta map[string]json.RawMessage `json:"_meta"`
-		} `json:"params"`
+// eraMeta is what a request's params._meta says of its era.
+type eraMeta struct {
+	version string // the protocol version it names; "" for none
+	caps    bool   // it carries a client capabilities object
+}
+
+// eraMetaOf reads a request's params._meta as strictly as the mux reads
+// a message (one scan, each member named once, names as written); the
+// zero eraMeta when it has none, or the body does not parse.
+func eraMetaOf(body []byte) eraMeta {
+	f, err := parseFrame(body)
+	if err != nil {
+		return eraMeta{}
 	}
-	_ = json.Unmarshal(body, &m)
-	return m.Params.Meta
+	at, err := f.param("_meta")
+	if err != nil || !at.present() || f.b[at.start] != '{' {
+		return eraMeta{}
+	}
+	var m eraMeta
+	meta := f.raw(at)
+	err = mcpmsg.Members(meta, func(k []byte, s, e int) error {
+		switch string(k) {
+		case metaProtocolVersion:
+			m.version, _ = mcpmsg.String(meta[s:e])
+		case metaClientCapabilities:
+			m.caps = meta[s] == '{'
+		}
+		return nil
+	})
+	if err != nil {
+		return eraMeta{}
+	}
+	return m
 }
 
 // metaVersion returns the protocol version a request names in its
 // params._meta; "" when it names none.
-func metaVersion(body []byte) string { return versionIn(metaOf(body)) }
-
-// versionIn returns the protocol version a request's _meta names; "" when
-// it names none.
-func versionIn(meta map[string]json.RawMessage) string {
-	var v string
-	_ = json.Unmarshal(meta[metaProtocolVersion], &v)
-	return v
-}
+func metaVersion(body []byte) string { return eraMetaOf(body).version }
 
 // statelessStatus is the HTTP status of a 2026-07-28 answer sent as JSON
 // (SEP-2575): 404 for a method not found, 400 for invalid params, an
