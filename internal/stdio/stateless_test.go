@@ -170,9 +170,9 @@ func TestListenAgreed(t *testing.T) {
 func TestEraMetaOfNamesAsWritten(t *testing.T) {
 	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	for body, want := range map[string]eraMeta{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + meta + `}}`: {version: "2026-07-28", caps: true},
-		`{"jsonrpc":"2.0","id":1,"method":"tools/list","Params":{"_meta":` + meta + `}}`: {},
-		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_META":` + meta + `}}`: {},
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + meta + `}}`:             {version: "2026-07-28", caps: true},
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","Params":{"_meta":` + meta + `}}`:             {},
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_META":` + meta + `}}`:             {},
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + meta + `},"params":{}}`: {},
 		`not json`: {},
 	} {
