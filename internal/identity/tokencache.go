@@ -117,7 +117,10 @@ func (c *tokenCache) put(d *[sha256.Size]byte, v Verified, keys *jose.JSONWebKey
 			return
 		}
 	}
-	s.m[*d] = cachedToken{v: v, keys: keys, from: now, to: to}
+	// from is read on the wall clock (Round(0) drops the monotonic
+	// reading), as the token's times are: a wall clock set back misses
+	// the entry, where the monotonic clock would not have gone back.
+	s.m[*d] = cachedToken{v: v, keys: keys, from: now.Round(0), to: to}
 }
 
 // len is the number of entries kept, live or not yet swept.
