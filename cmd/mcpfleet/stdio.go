@@ -158,6 +158,7 @@ func (f *stdioFleet) dial() func(ctx context.Context, network, addr string) (net
 // children.
 func (f *stdioFleet) wire(cfg *config.Config, opts *gateway.Options) error {
 	opts.Dial = f.dial()
+	opts.Local = f.socks.Handler
 	opts.ChildView = f.view
 	if opts.Tools == nil {
 		return nil

@@ -143,6 +143,9 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		stores:        &storeCheck{check: o.StoreCheck, now: time.Now},
 		cap:           newCapacity(&o),
 	}
+	if o.Local != nil {
+		g.fwd = &localForwarder{local: o.Local, next: g.fwd, log: log}
+	}
 	g.tr = newTracing(o.Tracer, o.Meter)
 	g.mem = newMemoryBudget(&o, log)
 	if g.mem != nil {

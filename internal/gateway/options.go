@@ -6,6 +6,7 @@ import (
 	"github.com/mcpfleet/mcpfleet/internal/authz"
 	"io"
 	"net"
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -84,6 +85,11 @@ type Options struct {
 	// (with DialTimeout): it reaches the stdio children's bridges on their
 	// unix sockets, and hands every other address to the network.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Local, when not nil, names the handler in this process that serves
+	// a replica's host (a stdio child's bridge), or nil for a replica
+	// that is none: a POST to its MCP endpoint calls it directly, without
+	// a round trip on its socket (localforward.go).
+	Local func(host string) http.Handler
 	// AllowAnyHost turns off DNS-rebinding protection: by default a request
 	// that arrives on a loopback address must name a loopback Host, or it
 	// gets 403. Turn it off when a local proxy forwards with a public Host.

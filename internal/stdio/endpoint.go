@@ -101,6 +101,22 @@ func (s *Sockets) path(host string) string {
 	return filepath.Join(s.dir, strings.TrimSuffix(host, hostSuffix)+".sock")
 }
 
+// Handler returns the handler served for a child's host (its replica
+// URL's), nil for any other host: the gateway calls it directly for a
+// child's calls (gateway.Options.Local).
+func (s *Sockets) Handler(host string) http.Handler {
+	if s == nil || !strings.HasSuffix(host, hostSuffix) {
+		return nil
+	}
+	s.mu.Lock()
+	srv := s.servers[host]
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Handler
+}
+
 // Dial returns a dial function that connects a child's host to its
 // socket and hands every other address to next.
 func (s *Sockets) Dial(next func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
