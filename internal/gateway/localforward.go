@@ -41,7 +41,7 @@ func (f *localForwarder) forwardAt(ctx context.Context, u *url.URL, closing bool
 	if h == nil {
 		return f.next.forwardAt(ctx, u, closing, in, body, sessionID, target)
 	}
-	return serveLocal(ctx, h, localRequest(ctx, u, in, body, sessionID), f.log)
+	return serveLocal(ctx, h, localRequest(u, in, body, sessionID), f.log)
 }
 
 func (f *localForwarder) close() {
@@ -52,8 +52,8 @@ func (f *localForwarder) close() {
 
 // localRequest is in as the handler gets it: the replica's URL, the
 // client's fields that go to a replica (forwardsField), the replica's own
-// session ID in place of the client's.
-func localRequest(ctx context.Context, u *url.URL, in *http.Request, body []byte, sessionID string) *http.Request {
+// session ID in place of the client's. serveLocal gives it its context.
+func localRequest(u *url.URL, in *http.Request, body []byte, sessionID string) *http.Request {
 	connection := in.Header["Connection"]
 	h := make(http.Header, len(in.Header))
 	for k, vv := range in.Header {
@@ -64,7 +64,7 @@ func localRequest(ctx context.Context, u *url.URL, in *http.Request, body []byte
 	if sessionID != "" {
 		h["Mcp-Session-Id"] = []string{sessionID}
 	}
-	r := &http.Request{
+	return &http.Request{
 		Method:        in.Method,
 		URL:           u,
 		Proto:         "HTTP/1.1",
@@ -77,7 +77,6 @@ func localRequest(ctx context.Context, u *url.URL, in *http.Request, body []byte
 		RemoteAddr:    "local",
 		RequestURI:    u.RequestURI(),
 	}
-	return r.WithContext(ctx)
 }
 
 // errLocalPanic is the answer of a handler that panicked before its head.
@@ -90,6 +89,7 @@ var errLocalPanic = errors.New("the replica's handler failed")
 // fails the handler's next write. The request is delivered once h runs.
 func serveLocal(ctx context.Context, h http.Handler, r *http.Request, log *slog.Logger) (*http.Response, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
+	r = r.WithContext(ctx)
 	pr, pw := io.Pipe()
 	w := &localWriter{header: http.Header{}, pw: pw, head: make(chan struct{})}
 	go func() {
@@ -107,7 +107,7 @@ func serveLocal(ctx context.Context, h http.Handler, r *http.Request, log *slog.
 			w.WriteHeader(http.StatusOK) // a handler that wrote nothing
 			pw.Close()
 		}()
-		h.ServeHTTP(w, r.WithContext(ctx))
+		h.ServeHTTP(w, r)
 	}()
 	select {
 	case <-w.head:

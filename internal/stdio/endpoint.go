@@ -49,10 +49,11 @@ func NewSockets(log *slog.Logger) (*Sockets, error) {
 	return &Sockets{dir: dir, log: log, servers: map[string]*h1.Server{}}, nil
 }
 
-// Serve serves b for the child called name, until Remove or Close. The
-// server is the gateway's own HTTP/1.1 server (internal/h1), whose
-// request costs a fraction of net/http's: every call to a child crosses
-// it.
+// Serve serves b for the child called name, until Remove or Close, on
+// the gateway's own HTTP/1.1 server (internal/h1), whose request costs a
+// fraction of net/http's: a child's GET streams, DELETEs, health checks
+// and tool listings cross it (its calls are handed to b in the process,
+// Handler).
 func (s *Sockets) Serve(name string, b http.Handler) error {
 	host := name + hostSuffix
 	ln, err := net.Listen("unix", s.path(host))
