@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,13 +54,7 @@ func startGateways(t *testing.T, n int, cfg string) ([]string, []*exec.Cmd) {
 	var addrs []string
 	var cmds []*exec.Cmd
 	for i := range n {
-		// A port freed a moment ago comes back from the next pick while
-		// the process given it has not bound it yet: pick again, or two
-		// gateways get one address and one of them never listens.
-		addr := testproc.FreeAddr(t)
-		for slices.Contains(addrs, addr) {
-			addr = testproc.FreeAddr(t)
-		}
+		addr := testproc.FreeAddr(t) // never the same port twice
 		p := filepath.Join(dir, fmt.Sprintf("gw%d.yaml", i))
 		if err := os.WriteFile(p, []byte("listen: "+addr+"\n"+cfg), 0o600); err != nil {
 			t.Fatal(err)

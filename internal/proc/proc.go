@@ -7,10 +7,12 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -127,14 +129,62 @@ func Lookup(name, pkg string) (string, error) {
 
 // FreeAddr returns a loopback address whose port was free a moment ago.
 // Another process may take it before the caller binds it: callers that
-// start a server on it retry with a new one.
+// start a server on it retry with a new one. The port is drawn at random
+// from below the kernel's ephemeral range, which is where a bind to port 0
+// and an outgoing connection get theirs: a test elsewhere on the machine
+// that listens on port 0 cannot be given it meanwhile, as it could be a
+// port the kernel picked. One process is not given the same port twice.
 func FreeAddr() (string, error) {
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	lo, hi := pickRange()
+	for range 64 {
+		if lo >= hi {
+			break
+		}
+		port := lo + rand.IntN(hi-lo)
+		if freePorts.given[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		freePorts.given[port] = true
+		return ln.Addr().String(), nil
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("finding a free port: %w", err)
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// freePorts is the ports FreeAddr has handed out in this process.
+var freePorts = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
+
+// pickRange is the ports FreeAddr draws from: the 16384 below the start of
+// Linux's ephemeral range (net.ipv4.ip_local_port_range), none below 1024.
+// Elsewhere it is empty, and FreeAddr asks for port 0.
+func pickRange() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0
+	}
+	start, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0, 0
+	}
+	return max(1024, start-16384), start
 }
 
 // tail keeps the last tailBytes written to it.

@@ -6,7 +6,6 @@ package testproc
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,15 +36,14 @@ func FindBinary(t testing.TB, name, pkg, require string) string {
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment
-// ago.
+// ago, drawn from outside the ports the kernel hands out (proc.FreeAddr).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := proc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // Start runs bin until the test ends, then stops it with SIGTERM (SIGKILL
