@@ -134,32 +134,56 @@ func Lookup(name, pkg string) (string, error) {
 // and an outgoing connection get theirs: a test elsewhere on the machine
 // that listens on port 0 cannot be given it meanwhile, as it could be a
 // port the kernel picked. One process is not given the same port twice.
-func FreeAddr() (string, error) {
+func FreeAddr() (string, error) { return freeAddr(0) }
+
+// freeAddr is FreeAddr for a port that must have port+above free beside
+// it (above > 0), both below the ephemeral range when it can be read.
+func freeAddr(above int) (string, error) {
 	freePorts.Lock()
 	defer freePorts.Unlock()
 	lo, hi := pickRange()
+	hi = min(hi-above, 65536-above)
 	for range 64 {
 		if lo >= hi {
 			break
 		}
 		port := lo + rand.IntN(hi-lo)
-		if freePorts.given[port] {
+		if freePorts.given[port] || (above > 0 && freePorts.given[port+above]) {
 			continue
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
+		if !listenable(port) || (above > 0 && !listenable(port+above)) {
 			continue
 		}
-		ln.Close()
 		freePorts.given[port] = true
-		return ln.Addr().String(), nil
+		if above > 0 {
+			freePorts.given[port+above] = true
+		}
+		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// No range (not Linux), or none free in it: what the kernel gives.
+	for range 64 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("finding a free port: %w", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if above == 0 || (port+above < 65536 && listenable(port+above)) {
+			return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), nil
+		}
+	}
+	return "", fmt.Errorf("finding a free port and port+%d: none in 64 tries", above)
+}
+
+// listenable says whether a listener could be opened on the loopback port
+// a moment ago.
+func listenable(port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+		return false
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	ln.Close()
+	return true
 }
 
 // freePorts is the ports FreeAddr has handed out in this process.
