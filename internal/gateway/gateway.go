@@ -144,7 +144,7 @@ func New(fleet *upstream.Fleet, log *slog.Logger, opts *Options) (*Gateway, erro
 		cap:           newCapacity(&o),
 	}
 	if o.Local != nil {
-		g.fwd = &localForwarder{local: o.Local, next: g.fwd, log: log}
+		g.fwd = &localForwarder{local: o.Local, next: g.fwd, log: log, proxies: o.Proxies}
 	}
 	g.tr = newTracing(o.Tracer, o.Meter)
 	g.mem = newMemoryBudget(&o, log)

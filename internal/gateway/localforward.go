@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/mcpfleet/mcpfleet/internal/identity"
 	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
@@ -22,9 +23,10 @@ import (
 // stream, which parks on its socket between events; a DELETE; another
 // endpoint; any other replica) goes to next, as before.
 type localForwarder struct {
-	local func(host string) http.Handler
-	next  forwarder
-	log   *slog.Logger
+	local   func(host string) http.Handler
+	next    forwarder
+	log     *slog.Logger
+	proxies *identity.Proxies // who may name the client; nil: nobody
 }
 
 var _ forwarder = (*localForwarder)(nil)
@@ -41,7 +43,7 @@ func (f *localForwarder) forwardAt(ctx context.Context, u *url.URL, closing bool
 	if h == nil {
 		return f.next.forwardAt(ctx, u, closing, in, body, sessionID, target)
 	}
-	return serveLocal(ctx, h, localRequest(u, in, body, sessionID), f.log)
+	return serveLocal(ctx, h, localRequest(u, in, body, sessionID, f.proxies), f.log)
 }
 
 func (f *localForwarder) close() {
@@ -51,16 +53,12 @@ func (f *localForwarder) close() {
 }
 
 // localRequest is in as the handler gets it: the replica's URL, the
-// client's fields that go to a replica (forwardsField), the replica's own
-// session ID in place of the client's. serveLocal gives it its context.
-func localRequest(u *url.URL, in *http.Request, body []byte, sessionID string) *http.Request {
-	connection := in.Header["Connection"]
-	h := make(http.Header, len(in.Header))
-	for k, vv := range in.Header {
-		if forwardsField(k, connection, "") && (sessionID == "" || k != "Mcp-Session-Id") {
-			h[k] = vv
-		}
-	}
+// header a replica gets over the network (copyRequestHeader), the
+// replica's own session ID in place of the client's. serveLocal gives it
+// its context.
+func localRequest(u *url.URL, in *http.Request, body []byte, sessionID string, p *identity.Proxies) *http.Request {
+	h := make(http.Header, len(in.Header)+2)
+	copyRequestHeader(h, in, p)
 	if sessionID != "" {
 		h["Mcp-Session-Id"] = []string{sessionID}
 	}
