@@ -5,8 +5,6 @@ import (
 	"net"
 	"runtime"
 	"testing"
-
-	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
 // maxForwardAllocs is what a plain forwarded tools/call may allocate, the
@@ -23,17 +21,7 @@ func TestForwardedRequestAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's sync.Pool drops items on purpose")
 	}
-	backend := rawBackend(t)
-	fl, err := upstream.New([]upstream.Spec{{Name: "canned", URL: "http://" + backend + "/mcp"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := New(fl, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gw.Close()
-	front := newFrontOn("h1", gw)
+	front := newFrontOn("h1", rawGateway(t))
 	defer front.Close()
 	c, err := net.Dial("tcp", front.URL[len("http://"):])
 	if err != nil {

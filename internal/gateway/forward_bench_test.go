@@ -18,8 +18,15 @@ import (
 // allocs/op is the gateway's own. Compare with BenchmarkDirectJSON for the
 // gateway's own time.
 func BenchmarkForwardJSON(b *testing.B) {
-	backend := rawBackend(b)
-	fl, err := upstream.New([]upstream.Spec{{Name: "canned", URL: "http://" + backend + "/mcp"}})
+	front := newFront(rawGateway(b))
+	defer front.Close()
+	benchRawPost(b, front.URL[len("http://"):])
+}
+
+// rawGateway is a gateway with defaults in front of one rawBackend,
+// closed when the test or benchmark ends.
+func rawGateway(b testing.TB) *Gateway {
+	fl, err := upstream.New([]upstream.Spec{{Name: "canned", URL: "http://" + rawBackend(b) + "/mcp"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,10 +34,8 @@ func BenchmarkForwardJSON(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer gw.Close()
-	front := newFront(gw)
-	defer front.Close()
-	benchRawPost(b, front.URL[len("http://"):])
+	b.Cleanup(gw.Close)
+	return gw
 }
 
 // BenchmarkDirectJSON is the same request sent straight to the backend.

@@ -7,27 +7,16 @@ import (
 	"net"
 	"net/http"
 	"testing"
-
-	"github.com/mcpfleet/mcpfleet/internal/upstream"
 )
 
 // BenchmarkForwardH2 is BenchmarkForwardJSON over HTTP/2 (h2c, net/http's
-// server and client, 16 calls in flight a core): every call's handler runs on a
-// goroutine of its own, whose stack starts small and grows on the way
-// through the gateway, and the body and answer pass through the server's
-// serving goroutine. The client's work is in ns/op too: compare builds,
-// not proxies.
+// server and client, 16 calls in flight a core): every call's handler
+// runs on a goroutine of its own, whose stack starts small and grows on
+// the way through the gateway, and the body and answer pass through the
+// server's serving goroutine. The client's work is in ns/op too: compare
+// builds, not proxies.
 func BenchmarkForwardH2(b *testing.B) {
-	backend := rawBackend(b)
-	fl, err := upstream.New([]upstream.Spec{{Name: "canned", URL: "http://" + backend + "/mcp"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	gw, err := New(fl, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer gw.Close()
+	gw := rawGateway(b)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
